@@ -1,0 +1,12 @@
+#include "commands.h"
+
+namespace ds::cli {
+
+void register_bench(CLI::App& app) {
+  auto* bench = app.add_subcommand("bench", "Benchmarks with roofline floors (results belong in docs/perf.md)");
+  bench->require_subcommand(1);
+  register_bench_forward(*bench);
+  register_bench_cache(*bench);
+}
+
+}  // namespace ds::cli

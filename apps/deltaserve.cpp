@@ -1,0 +1,31 @@
+// deltaserve — one CLI for replay, planning, model runs and benchmarks.
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <exception>
+
+#include "commands.h"
+#include "core/check.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"deltaserve: serving engine and simulator for delta-rule hybrid models (Kimi Linear, Kimi K3)"};
+  app.require_subcommand(1);
+  app.set_help_all_flag("--help-all", "Print help for every subcommand");
+  ds::cli::register_replay(app);
+  ds::cli::register_plan(app);
+  ds::cli::register_logits(app);
+  ds::cli::register_generate(app);
+  ds::cli::register_bench(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const ds::Error& e) {
+    fmt::print(stderr, "deltaserve: error: {}\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "deltaserve: error: {}\n", e.what());
+    return 1;
+  }
+  return 0;
+}
