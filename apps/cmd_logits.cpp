@@ -1,11 +1,55 @@
+// `deltaserve logits`: token ids -> logits of every prompt position (and optionally N greedy
+// decode steps with the cache) written to a safetensors file; the cross-implementation check.
+#include <fmt/format.h>
+
+#include <string>
+
 #include "commands.h"
 #include "core/check.h"
+#include "runner/logits_job.h"
 
 namespace ds::cli {
 
+namespace {
+
+struct LogitsArgs {
+  std::string model, tokens, tokens_file, out;
+  int decode = 0;
+};
+
+std::vector<int32_t> prompt_tokens(const std::string& tokens, const std::string& tokens_file) {
+  if (tokens.empty() == tokens_file.empty()) fail("give exactly one of --tokens or --tokens-file");
+  return tokens_file.empty() ? parse_token_list(tokens, "--tokens") : read_token_file(tokens_file);
+}
+
+void run_logits(const LogitsArgs& a) {
+  DS_CHECK(a.decode >= 0, "--decode must be >= 0, got {}", a.decode);
+  const std::vector<int32_t> ids = prompt_tokens(a.tokens, a.tokens_file);
+  const auto runner = ModelRunner::load(a.model);
+  const LogitsJobResult r = run_logits_job(*runner, ids, a.decode);
+  write_logits_job(a.out, r);
+  fmt::print("wrote {}: logits [{}, {}]{}\n", a.out, ids.size(), r.vocab,
+             a.decode > 0 ? fmt::format(", decode_tokens [{}], decode_logits [{}, {}]", a.decode, a.decode, r.vocab) : "");
+}
+
+}  // namespace
+
 void register_logits(CLI::App& app) {
   auto* cmd = app.add_subcommand("logits", "Run token ids through a checkpoint and write logits to a safetensors file");
-  cmd->callback([] { ds::fail("'logits' is not implemented yet (see the open issues)"); });
+  auto a = std::make_shared<LogitsArgs>();
+  cmd->add_option("--model", a->model, "Checkpoint folder (config.json + *.safetensors)")->required();
+  cmd->add_option("--tokens", a->tokens, "Prompt token ids, comma separated (e.g. 1,2,3)");
+  cmd->add_option("--tokens-file", a->tokens_file, "File with one prompt token id per line");
+  cmd->add_option("--out", a->out, "Output safetensors file: logits F32 [T, vocab]")->required();
+  cmd->add_option("--decode", a->decode,
+                  "Then greedily decode N tokens with the cache; adds decode_tokens I32 [N] and "
+                  "decode_logits F32 [N, vocab] (decode_logits[j] = logits after feeding decode_tokens[j])");
+  cmd->callback([a] { run_logits(*a); });
+}
+
+// Shared with cmd_generate.cpp.
+std::vector<int32_t> cli_prompt_tokens(const std::string& tokens, const std::string& tokens_file) {
+  return prompt_tokens(tokens, tokens_file);
 }
 
 }  // namespace ds::cli

@@ -1,11 +1,133 @@
+// `deltaserve replay`: trace replay through the real scheduler and prefix cache on the simulated
+// executor. With no arguments: the bundled Claude Code sample, Kimi K3 on 8 x B300, concurrency
+// 1..32, three cache variants side by side (hbm interval:32768, + dram tier, semantic).
+#include <fmt/format.h>
+
+#include <chrono>
+#include <sstream>
+
 #include "commands.h"
 #include "core/check.h"
+#include "replay/progress_bar.h"
+#include "replay/replay_setup.h"
+#include "replay/report.h"
+#include "trace/trace.h"
 
 namespace ds::cli {
+namespace {
+
+struct ReplayFlags {
+  std::string trace;
+  std::string concurrency = "1,2,4,8,16,24,32";
+  std::string retention, eviction, tiers;
+  std::string out;
+  bool skip_bad = false;
+  bool json = false;
+  int threads = 2;
+  ReplaySetup setup;
+};
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> parts;
+  std::stringstream ss(s);
+  for (std::string p; std::getline(ss, p, sep);)
+    if (!p.empty()) parts.push_back(p);
+  return parts;
+}
+
+std::vector<int> parse_concurrency(const std::string& s) {
+  std::vector<int> values;
+  for (const auto& p : split(s, ',')) {
+    size_t used = 0;
+    int v = 0;
+    try {
+      v = std::stoi(p, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    DS_CHECK(used == p.size() && v >= 1 && v <= 4096,
+             "--concurrency: '{}' is not an integer in [1, 4096] (in '{}')", p, s);
+    values.push_back(v);
+  }
+  DS_CHECK(!values.empty(), "--concurrency: empty list '{}'", s);
+  return values;
+}
+
+// A single variant from --retention/--eviction/--tiers, or the default three when none is given.
+std::vector<CacheVariant> variants_from(const ReplayFlags& f) {
+  if (f.retention.empty() && f.eviction.empty() && f.tiers.empty()) return {};
+  CacheVariant v;
+  if (!f.retention.empty()) v.retention = f.retention;
+  if (!f.eviction.empty()) v.eviction = f.eviction;
+  if (!f.tiers.empty()) v.tiers = split(f.tiers, ',');
+  v.label.clear();
+  for (size_t i = 0; i < v.tiers.size(); ++i) v.label += (i ? "+" : "") + v.tiers[i];
+  v.label += "/" + v.retention + "/" + v.eviction;
+  return {v};
+}
+
+void run(ReplayFlags& f) {
+  auto t0 = std::chrono::steady_clock::now();
+  f.setup.concurrency = parse_concurrency(f.concurrency);
+  f.setup.variants = variants_from(f);
+  DS_CHECK(f.threads >= 1 && f.threads <= 256, "--threads must be in [1, 256], got {}", f.threads);
+  TraceOptions topt;
+  topt.skip_bad = f.skip_bad;
+  Trace trace = load_trace(f.trace, topt);
+  PreparedSweep sweep = prepare_sweep(f.setup);
+  if (!f.json)
+    fmt::print("trace {} ({} sessions, {} skipped) | model {} on {} x {} | device KV budget {} tokens "
+               "| {} virtual s per run\n",
+               trace.source, trace.sessions.size(), trace.n_skipped_bad, sweep.model.name, f.setup.gpus,
+               sweep.hardware.name, sweep.configs.front().kv_budget_tokens, f.setup.duration_s);
+  std::vector<RunMetrics> runs;
+  {
+    ProgressBar bar(static_cast<int64_t>(sweep.configs.size()), "replay");
+    runs = run_sweep(trace, *sweep.cost, sweep.configs, f.threads, [&](size_t i) {
+      bar.advance(fmt::format("{} c={}", sweep.configs[i].label, sweep.configs[i].concurrency));
+    });
+  }
+  double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (f.json) {
+    fmt::print("{}", runs_json(runs));
+    if (!f.out.empty()) write_reports(runs, f.out);
+    return;
+  }
+  fmt::print("\n{}\n{}", runs_side_by_side(runs), runs_table(runs));
+  std::string out = f.out.empty() ? "replay-out" : f.out;
+  auto files = write_reports(runs, out);
+  fmt::print("\nwrote");
+  for (const auto& p : files) fmt::print(" {}", p);
+  fmt::print("\n{} runs in {:.1f} s wall ({} threads)\n", runs.size(), wall_s, f.threads);
+}
+
+}  // namespace
 
 void register_replay(CLI::App& app) {
-  auto* cmd = app.add_subcommand("replay", "Replay agentic/production traces through the scheduler and prefix cache");
-  cmd->callback([] { ds::fail("'replay' is not implemented yet (see the open issues)"); });
+  auto flags = std::make_shared<ReplayFlags>();
+  auto* cmd = app.add_subcommand(
+      "replay", "Replay agentic/production traces through the scheduler and prefix cache (simulated executor)");
+  cmd->add_option("--trace", flags->trace,
+                  "trace: directory, .tar[.gz], .json/.jsonl file, 'synthetic[:k=v,...]' (default: bundled Claude Code sample)");
+  cmd->add_option("--model", flags->setup.model, "model profile name or config.json path")->capture_default_str();
+  cmd->add_option("--hardware", flags->setup.hardware, "hardware profile name or JSON path")->capture_default_str();
+  cmd->add_option("--gpus", flags->setup.gpus, "GPUs of the node (one TP group)")->capture_default_str();
+  cmd->add_option("--concurrency", flags->concurrency, "closed-loop lanes, comma-separated")->capture_default_str();
+  cmd->add_option("--retention", flags->retention,
+                  "checkpoint retention: every-block | interval:N | semantic | prompt-end | none");
+  cmd->add_option("--eviction", flags->eviction,
+                  "eviction: leaf-lru | consumed-state-lru | flop-per-byte[:alpha] | seglen[:w]");
+  cmd->add_option("--tiers", flags->tiers, "cache tiers: hbm | hbm,dram");
+  cmd->add_option("--kv-budget-tokens", flags->setup.kv_budget_tokens,
+                  "device cache budget in MLA-KV tokens (overrides the planner)");
+  cmd->add_option("--seed", flags->setup.seed, "seed (session order, lane starts, fake tokens)")->capture_default_str();
+  cmd->add_option("--duration", flags->setup.duration_s, "virtual seconds per run")->capture_default_str();
+  cmd->add_option("--step-tokens", flags->setup.max_step_tokens, "scheduler token budget per step")->capture_default_str();
+  cmd->add_option("--threads", flags->threads, "sweep points run in parallel")->capture_default_str();
+  cmd->add_flag("--skip-bad", flags->skip_bad, "skip (and count) malformed trace records instead of failing");
+  cmd->add_option("--out", flags->out, "directory for replay.json/.csv and SVG plots (default replay-out)");
+  cmd->add_flag("--json", flags->json, "print one JSON document {\"runs\": [...]} on stdout");
+  cmd->callback([flags] { run(*flags); });
 }
 
 }  // namespace ds::cli

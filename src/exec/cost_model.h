@@ -1,11 +1,16 @@
 // CostModel: roofline time of one engine step for a model profile on a hardware profile
 // (weights streamed, MLA KV read, KDA state read/write, prefill FLOPs incl. the KDA chunk cost,
-// MoE active experts, host<->device transfers), with efficiency factors from the hardware
-// profile. Pure function of its inputs; used by the simulated executor and by `deltaserve plan`.
+// MoE active experts, host<->device transfers, TP allreduces), with efficiency factors from the
+// hardware profile. Pure function of its inputs; used by the simulated executor and by
+// `deltaserve plan`. Invariants: every part is max(compute, memory) of its own work, parts add
+// up to total_s, and more work never costs less time. O(#sequences) per call.
 #pragma once
 
 #include <cstdint>
 #include <vector>
+
+#include "exec/hardware_profile.h"
+#include "exec/model_profile.h"
 
 namespace ds {
 
@@ -15,23 +20,70 @@ struct SeqWork {
   int64_t n_context_tokens = 0;   // tokens already in the MLA KV before this step (attention reads them)
   int64_t n_checkpoints = 0;      // KDA checkpoints written this step (state copies)
   int64_t n_restores = 0;         // KDA checkpoints copied into the live slot this step
-  int64_t host_load_bytes = 0;    // bytes moved host->device before this step (lower-tier hit)
+  int64_t host_load_bytes = 0;    // bytes each GPU receives host->device before this step (lower-tier hit)
 };
 
 struct StepWork {
   std::vector<SeqWork> seqs;
 };
 
-// Time in seconds, split by where it goes (all per step, whole node).
+// Time in seconds, split by where it goes (all per step). The GPUs of a TP group work in
+// lockstep, so times are those of one GPU; flops and bytes are summed over the node's GPUs.
 struct StepCost {
-  double total_s = 0;
-  double weights_s = 0;     // streaming weights (dense + active experts)
+  double total_s = 0;       // max(weights_s, gemm_s) + attn_s + kda_s + checkpoint_s + comm_s + transfer_s
+  double weights_s = 0;     // streaming weights (dense + distinct routed experts touched)
   double attn_s = 0;        // MLA KV reads + attention FLOPs
   double kda_s = 0;         // KDA state traffic + chunk FLOPs
   double gemm_s = 0;        // projection / expert GEMM FLOPs
   double transfer_s = 0;    // host<->device
+  double checkpoint_s = 0;  // KDA checkpoint copies and restores (device-to-device)
+  double comm_s = 0;        // TP allreduces (bandwidth + per-call latency)
   double flops = 0;         // total FLOPs
   double bytes = 0;         // total HBM bytes
+};
+
+struct CostOptions {
+  int tp = 8;                // tensor-parallel ranks one model replica is split over
+  int kv_dtype_bytes = 1;    // MLA latent cache: 1 = fp8, 2 = bf16
+  int kda_chunk_tokens = 64; // C of the chunked KDA kernel (fla / FlashKDA default 64)
+};
+
+class CostModel {
+ public:
+  CostModel(const ModelProfile& model, const HardwareProfile& hw, CostOptions opt);
+
+  StepCost step(const StepWork& work) const;
+
+  // One sequence of `prompt_tokens` prefilled alone in chunks of `chunk_tokens` (chunked prefill).
+  double prefill_time_s(int64_t prompt_tokens, int64_t chunk_tokens) const;
+  // One decode step of `batch` sequences that each hold `context_tokens` tokens.
+  double decode_step_time_s(int64_t batch, int64_t context_tokens) const;
+  // Expected number of distinct routed experts one MoE layer touches for `n_tokens` tokens:
+  // E * (1 - (1 - k/E)^n).
+  double distinct_experts(int64_t n_tokens) const;
+
+  const CostOptions& options() const { return opt_; }
+  double state_bytes_per_gpu() const { return state_bytes_gpu_; }
+  double kv_bytes_per_token() const { return kv_bytes_token_; }  // per GPU (replicated latent)
+
+ private:
+  ModelProfile model_;  // a copy: the cost model owns what it reads
+  CostOptions opt_;
+  // Per-GPU constants, computed once.
+  double dense_bytes_gpu_ = 0;     // weights streamed every step (all but embedding / routed experts)
+  double expert_bytes_gpu_ = 0;    // one routed expert's TP shard
+  double n_moe_layers_ = 0, n_expert_ = 0, top_k_ = 0;
+  double dense_flops_token_ = 0;   // per GPU, non-routed matmuls
+  double routed_flops_token_ = 0;  // per GPU, routed experts
+  double lm_head_flops_ = 0;       // per GPU per sampled token
+  double kv_bytes_token_ = 0;      // per GPU
+  double state_bytes_gpu_ = 0;     // one sequence's KDA state shard
+  double allreduce_bytes_token_ = 0;  // per GPU link traffic per token, all layers
+  double allreduce_calls_ = 0;        // per step
+  double hidden_ = 0;
+  // Effective rates.
+  double mem_bw_ = 0, gemm_peak_ = 0, expert_peak_ = 0, attn_peak_ = 0, kda_peak_ = 0;
+  double link_bw_ = 0, host_bw_ = 0, comm_latency_s_ = 0;
 };
 
 }  // namespace ds

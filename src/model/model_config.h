@@ -53,6 +53,7 @@ struct MoeConfig {
 struct ModelConfig {
   std::string model_type;         // "kimi_linear" (from the text config)
   bool multimodal_wrapper = false;  // loaded from a kimi_k3 wrapper: tensors prefixed "language_model."
+  bool has_vision_config = false;   // the wrapper carries a vision tower (ignored: text model only)
   int vocab_size = 0;
   int hidden = 0;                 // hidden_size (D)
   int n_layer = 0;                // num_hidden_layers
@@ -64,13 +65,16 @@ struct ModelConfig {
   bool tie_word_embeddings = false;
   int attn_res_block_size = 0;    // Block Attention Residuals; 0 = plain residual stream
   int pad_token_id = -1, bos_token_id = -1, eos_token_id = -1;
+  int64_t max_position_tokens = 0;  // max_position_embeddings or model_max_length; 0 = unknown
 
   std::vector<LayerKind> layer_kind;  // [n_layer], 0-based, from the 1-based kda/full_attn lists
   KdaConfig kda;
   MlaConfig mla;
   MoeConfig moe;
 
-  bool is_moe_layer(int layer) const;
+  // Prefix of the text-model tensors in the checkpoint: "language_model." for the wrapper, else "".
+  std::string tensor_prefix() const { return multimodal_wrapper ? "language_model." : ""; }
+  bool is_moe_layer(int layer) const;  // layer >= first_k_dense && layer % layer_freq == 0
   int n_kda_layers() const;
   int n_mla_layers() const;
 

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -22,14 +23,19 @@ struct TensorRef {
   std::string name;
   DType dtype = DType::F32;
   std::vector<int64_t> shape;
-  const uint8_t* data = nullptr;  // first byte of the tensor
+  // First byte of the tensor; null when opened header-only. Aligned only as the file places it:
+  // read through memcpy or tensor_to_f32, never by casting to float*.
+  const uint8_t* data = nullptr;
   size_t n_bytes = 0;             // == numel * dtype_size
   int64_t numel() const;
   std::string shape_str() const;  // "[3, 4]"
 };
 
-// Parsed header only (no mmap): the unit the fuzz target drives. `file_size` is the total file
-// size, used to bound data_offsets. Throws ds::Error naming `source` and the offending field.
+// Parsed header only (no mmap): the unit the fuzz target drives. `head_bytes` are the first bytes of
+// the file (at least 8 + header length); `file_size` is the total file size, used to bound
+// data_offsets. Checks: header length <= 100 MB and inside the file, known dtype names, shapes of
+// non-negative dims, numel * dtype size == end - begin, every range inside the data area, no two
+// ranges overlapping. Throws ds::Error naming `source` and the offending tensor / field.
 struct SafetensorsHeader {
   size_t data_start = 0;  // 8 + header length
   std::map<std::string, TensorRef> tensors;  // data pointers null here; offsets relative to data_start
@@ -42,12 +48,16 @@ struct SafetensorsHeader {
 class SafetensorsFile {
  public:
   static std::unique_ptr<SafetensorsFile> open(const std::string& path);  // throws ds::Error
+  // Reads and checks the header only (no mmap, data pointers null): for inventory checks of
+  // checkpoints too large to map, e.g. sparse files in tests.
+  static std::unique_ptr<SafetensorsFile> open_header(const std::string& path);
   ~SafetensorsFile();
   SafetensorsFile(const SafetensorsFile&) = delete;
   SafetensorsFile& operator=(const SafetensorsFile&) = delete;
 
   const std::string& path() const { return path_; }
   const std::map<std::string, TensorRef>& tensors() const { return tensors_; }
+  const std::map<std::string, std::string>& metadata() const { return metadata_; }
   const TensorRef* find(std::string_view name) const;  // nullptr if absent
 
  private:
@@ -56,28 +66,43 @@ class SafetensorsFile {
   void* map_ = nullptr;
   size_t map_bytes_ = 0;
   std::map<std::string, TensorRef> tensors_;
+  std::map<std::string, std::string> metadata_;
 };
 
 // All tensors of a checkpoint folder. `prefix` (e.g. "language_model.") is stripped from names that
 // carry it; tensors without it are kept under their full names.
 class Checkpoint {
  public:
-  static Checkpoint open(const std::string& dir, const std::string& prefix = "");
+  // `dir` is a checkpoint folder or one .safetensors file. header_only: see SafetensorsFile::open_header.
+  static Checkpoint open(const std::string& dir, const std::string& prefix = "", bool header_only = false);
   const TensorRef* find(std::string_view name) const;
+  // Marks `name` used and returns it; throws naming the tensor if it is missing (shape unchecked).
+  const TensorRef& require(std::string_view name) const;
   // Bound by name with shape check: throws naming the tensor and both shapes if missing/mis-shaped.
   const TensorRef& get(std::string_view name, const std::vector<int64_t>& expected_shape) const;
   std::vector<std::string> names() const;
   // Marks a tensor as used; unused_names() lists the rest (for the "extra tensor" check).
   std::vector<std::string> unused_names() const;
+  // With a non-empty prefix: the names that did not carry it (e.g. a vision tower's tensors).
+  bool is_unprefixed(std::string_view name) const { return unprefixed_.find(name) != unprefixed_.end(); }
+  size_t size() const { return by_name_.size(); }
 
  private:
+  struct Entry {
+    const TensorRef* tensor = nullptr;
+    mutable bool used = false;  // set by get()/require()
+  };
   std::vector<std::shared_ptr<SafetensorsFile>> files_;
-  std::map<std::string, const TensorRef*, std::less<>> by_name_;
-  mutable std::map<std::string, bool, std::less<>> used_;
+  std::map<std::string, Entry, std::less<>> by_name_;  // name with the prefix stripped
+  std::set<std::string, std::less<>> unprefixed_;
 };
 
-// Writes F32 / I32 tensors to a safetensors file (for `deltaserve logits`). Tensor data is
-// written in the given order; throws ds::Error on I/O failure.
+// Converts a BF16 / F16 / F32 tensor to f32 (out.size() == numel); throws naming the tensor otherwise.
+void tensor_to_f32(const TensorRef& t, std::span<float> out);
+std::vector<float> tensor_to_f32(const TensorRef& t);
+
+// Writes tensors (F32 / I32 for `deltaserve logits`; any DType is accepted) to a safetensors file,
+// data in the given order, header padded to 8 bytes; throws ds::Error on I/O failure.
 struct TensorToWrite {
   std::string name;
   DType dtype;  // F32 or I32

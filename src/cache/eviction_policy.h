@@ -1,0 +1,43 @@
+// EvictionPolicy: the order in which unlocked cache entries leave a tier (lowest score first).
+// Two kinds of unit: a KV leaf (a node with no children in the tier: its page AND its checkpoint
+// go together) and, for policies that say so, a checkpoint alone (dropped or demoted, KV kept).
+// Scores are fixed when a unit is queued (heap-friendly); recency is a logical tick (one per
+// admission). Specs and what each drops:
+//   leaf-lru                  KV leaves by last use (whole hit path refreshed); checkpoints only
+//                             leave with their page (KV+checkpoint together).
+//   consumed-state-lru        KV leaves by last use + checkpoints alone by last CONSUMED use (a hit
+//                             refreshes only the checkpoint it restored; SGLang #31643).
+//   flop-per-byte[:A[:H]]     Marconi: recency/H + A·value, value = prefill FLOPs the checkpoint
+//                             saves per byte it holds, squashed to [0,1). Both unit kinds. A=1,H=64.
+//   seglen[:W[:H]]            SegLen: W·recency/H + (1-W)·value, value = replay length to the
+//                             nearest ancestor checkpoint, squashed to [0,1). Both kinds. W=0.85.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "cache/cache_config.h"
+
+namespace ds {
+
+class EvictionPolicy {
+ public:
+  virtual ~EvictionPolicy() = default;
+  virtual std::string name() const = 0;
+  // true: checkpoints are units of their own (drop/demote the state, keep the KV).
+  virtual bool evicts_checkpoints_alone() const = 0;
+  // true: checkpoint_value() needs the replay length (tokens back to the nearest ancestor checkpoint).
+  virtual bool uses_replay_tokens() const { return false; }
+  // Value of a new checkpoint at end position end_tokens whose replay segment is replay_tokens.
+  virtual float checkpoint_value(int64_t replay_tokens, int64_t end_tokens) const { return 0.0f; }
+  // Score of a KV leaf last used at `access` (its checkpoint's value when it has one, else 0).
+  virtual double kv_score(uint64_t access, float ckpt_value) const = 0;
+  // Score of a checkpoint unit last used (consumed or created) at `ckpt_access`.
+  virtual double checkpoint_score(uint64_t ckpt_access, float ckpt_value) const = 0;
+};
+
+std::unique_ptr<EvictionPolicy> make_eviction_policy(const std::string& spec, const CacheModelSizes& sizes,
+                                                     int64_t page_tokens);
+
+}  // namespace ds

@@ -1,0 +1,335 @@
+#include "cache/hybrid_cache.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "cache/hybrid_cache_impl.h"
+#include "cache/page_hash.h"
+#include "core/check.h"
+
+namespace ds {
+namespace {
+
+int64_t slots_for(int64_t capacity_bytes, int64_t slot_bytes) {
+  if (slot_bytes <= 0) return std::numeric_limits<int32_t>::max();
+  return capacity_bytes / slot_bytes;
+}
+
+}  // namespace
+
+HybridCache::Impl::Impl(const CacheConfig& c) : cfg(c) {
+  cfg.validate();
+  n_tiers = static_cast<int>(cfg.tiers.size());
+  page_bytes = cfg.page_bytes();
+  ckpt_bytes = cfg.sizes.checkpoint_bytes;
+  live_bytes = cfg.sizes.live_state_bytes;
+  retention = make_retention_policy(cfg.retention, cfg.page_tokens);
+  eviction = make_eviction_policy(cfg.eviction, cfg.sizes, cfg.page_tokens);
+  for (int t = 0; t < n_tiers; ++t) {
+    const int64_t cap = cfg.tiers[t].capacity_bytes;
+    pages.emplace_back(slots_for(cap, page_bytes));
+    states.emplace_back(t == 0 ? std::min<int64_t>(cfg.max_running, slots_for(cap, live_bytes)) : 0,
+                        slots_for(cap, ckpt_bytes));
+  }
+}
+
+// ---- lookup -------------------------------------------------------------------------------
+
+void HybridCache::Impl::walk(std::span<const int32_t> prompt, TreeWalk& out) const {
+  out.path.clear();
+  out.hit_pages = 0;
+  const int64_t P = cfg.page_tokens;
+  // At least one prompt token is always computed (its logits start decoding): pages fully inside
+  // [0, len - 1) only.
+  const int64_t max_pages = prompt.empty() ? 0 : (static_cast<int64_t>(prompt.size()) - 1) / P;
+  int32_t node = PrefixTree::kRoot;
+  uint64_t key = kRootPageKey;
+  for (int64_t i = 0; i < max_pages; ++i) {
+    key = chain_key(key, hash_page(prompt.subspan(i * P, P)));
+    const int32_t child = tree.find_child(node, key);
+    if (child < 0) break;
+    node = child;
+    out.path.push_back(node);
+    if (tree.at(node).has_checkpoint()) out.hit_pages = i + 1;
+  }
+}
+
+CacheHit HybridCache::Impl::hit_of(const TreeWalk& w) const {
+  const int64_t P = cfg.page_tokens;
+  CacheHit h;
+  h.n_kv_tokens = static_cast<int64_t>(w.path.size()) * P;
+  h.n_hit_tokens = w.hit_pages * P;
+  h.n_lost_tokens = h.n_kv_tokens - h.n_hit_tokens;
+  int64_t host_pages = 0;
+  for (int64_t i = 0; i < w.hit_pages; ++i) host_pages += tree.at(w.path[i]).kv_tier == 1;
+  h.n_hit_host_tokens = host_pages * P;
+  h.n_hit_device_tokens = h.n_hit_tokens - h.n_hit_host_tokens;
+  h.checkpoint_on_host = w.hit_pages > 0 && tree.at(w.path[w.hit_pages - 1]).ckpt_tier == 1;
+  h.bytes_to_load = host_pages * page_bytes + (h.checkpoint_on_host ? ckpt_bytes : 0);
+  if (h.bytes_to_load > 0 && n_tiers > 1 && cfg.tiers[1].read_bw_bytes_per_s > 0)
+    h.load_s = static_cast<double>(h.bytes_to_load) / cfg.tiers[1].read_bw_bytes_per_s;
+  return h;
+}
+
+CacheSeq& HybridCache::Impl::seq_at(SeqId id) {
+  auto it = seqs.find(id);
+  DS_CHECK(it != seqs.end(), "cache: unknown sequence {}", id);
+  return it->second;
+}
+const CacheSeq& HybridCache::Impl::seq_at(SeqId id) const {
+  auto it = seqs.find(id);
+  DS_CHECK(it != seqs.end(), "cache: unknown sequence {}", id);
+  return it->second;
+}
+
+// ---- insertion ----------------------------------------------------------------------------
+
+// Inserts pages [path.size(), n_pages) of the sequence into the tree (or joins existing nodes),
+// locking each node for the sequence. A host-tier node on the way adopts the sequence's fresh
+// device page (free promotion).
+void HybridCache::Impl::insert_pages(CacheSeq& s, std::span<const int32_t> tokens, int64_t n_pages) {
+  const int64_t P = cfg.page_tokens;
+  for (int64_t i = static_cast<int64_t>(s.path.size()); i < n_pages && !s.tree_closed; ++i) {
+    const uint64_t key = chain_key(s.tail_key, hash_page(tokens.subspan(i * P, P)));
+    const int32_t parent = s.path.empty() ? PrefixTree::kRoot : s.path.back();
+    const int32_t page = s.pages[i];
+    int32_t node = tree.find_child(parent, key);
+    if (node >= 0 && tree.at(node).kv_tier == 1) {
+      TreeNode& n = tree.at(node);
+      pages[1].unref(n.page);
+      charge(1, ByteKind::kv, -page_bytes);
+      n.page = page;
+      pages[0].ref(page);
+      tree.set_kv_tier(node, 0);
+    } else if (node < 0) {
+      node = tree.add_child(parent, key, page, 0);
+      if (node < 0) {
+        s.tree_closed = true;
+        break;
+      }
+      pages[0].ref(page);
+      ++stats.pages_inserted;
+    }
+    TreeNode& n = tree.at(node);
+    ++n.lock_count;
+    n.kv_access = tick;
+    s.path.push_back(node);
+    s.tail_key = key;
+  }
+}
+
+void HybridCache::Impl::add_checkpoint(int32_t node, CheckpointReason reason) {
+  TreeNode& n0 = tree.at(node);
+  if (n0.has_checkpoint()) return;
+  if (free_bytes(0) < ckpt_bytes && !make_room(0, ckpt_bytes)) {
+    ++stats.checkpoints_skipped;
+    return;
+  }
+  const int32_t slot = states[0].allocate_checkpoint();
+  if (slot < 0) {
+    ++stats.checkpoints_skipped;
+    return;
+  }
+  TreeNode& n = tree.at(node);
+  n.ckpt_slot = slot;
+  n.ckpt_tier = 0;
+  n.ckpt_reason = reason;
+  n.ckpt_access = tick;
+  if (eviction->uses_replay_tokens()) {
+    int32_t a = n.parent;
+    while (a != PrefixTree::kRoot && !tree.at(a).has_checkpoint()) a = tree.at(a).parent;
+    const int64_t replay = static_cast<int64_t>(n.depth - tree.at(a).depth) * cfg.page_tokens;
+    n.ckpt_value = eviction->checkpoint_value(replay, static_cast<int64_t>(n.depth) * cfg.page_tokens);
+  }
+  charge(0, ByteKind::checkpoint, ckpt_bytes);
+  ++stats.checkpoints_created;
+  queue_ckpt(node);
+  queue_kv(node);  // its KV-leaf score includes the checkpoint's value
+}
+
+void HybridCache::Impl::release(SeqId id) {
+  CacheSeq& s = seq_at(id);
+  for (auto it = s.path.rbegin(); it != s.path.rend(); ++it) {
+    TreeNode& n = tree.at(*it);
+    DS_CHECK(n.lock_count > 0, "cache: node {} of sequence {} is not locked", *it, id);
+    if (--n.lock_count == 0) queue_kv(*it);
+  }
+  for (int32_t p : s.pages)
+    if (pages[0].unref(p)) charge(0, ByteKind::kv, -page_bytes);
+  states[0].free_live(s.live_slot);
+  charge(0, ByteKind::live, -live_bytes);
+  seqs.erase(id);
+}
+
+// ---- public API ---------------------------------------------------------------------------
+
+HybridCache::HybridCache(const CacheConfig& config) : impl_(std::make_unique<Impl>(config)) {}
+HybridCache::~HybridCache() = default;
+
+const CacheConfig& HybridCache::config() const { return impl_->cfg; }
+
+CacheHit HybridCache::match(std::span<const int32_t> prompt) const {
+  TreeWalk w;
+  impl_->walk(prompt, w);
+  return impl_->hit_of(w);
+}
+
+std::optional<Admission> HybridCache::admit(std::span<const int32_t> prompt) {
+  Impl& m = *impl_;
+  ++m.tick;  // one logical tick per admission: the recency clock of the eviction policies
+  TreeWalk w;
+  m.walk(prompt, w);
+  const CacheHit hit = m.hit_of(w);
+  // Lock the restorable path first so room making cannot evict it, and pin its checkpoint.
+  for (int64_t i = 0; i < w.hit_pages; ++i) {
+    TreeNode& n = m.tree.at(w.path[i]);
+    ++n.lock_count;
+    n.kv_access = m.tick;
+  }
+  const int32_t hit_node = w.hit_pages > 0 ? w.path[w.hit_pages - 1] : -1;
+  m.pinned_ckpt = hit_node;
+  const int64_t need = m.live_bytes + hit.n_hit_host_tokens / m.cfg.page_tokens * m.page_bytes;
+  int32_t slot = -1;
+  if (m.free_bytes(0) >= need || m.make_room(0, need)) slot = m.states[0].allocate_live();
+  m.pinned_ckpt = -1;
+  if (slot < 0) {
+    for (int64_t i = w.hit_pages - 1; i >= 0; --i)
+      if (--m.tree.at(w.path[i]).lock_count == 0) m.queue_kv(w.path[i]);
+    ++m.stats.failed_admissions;
+    return std::nullopt;
+  }
+  m.charge(0, ByteKind::live, m.live_bytes);
+  const SeqId id = m.next_seq++;
+  CacheSeq& s = m.seqs[id];
+  s.prompt_tokens = static_cast<int64_t>(prompt.size());
+  s.hit_tokens = s.reserved_tokens = s.committed_tokens = hit.n_hit_tokens;
+  s.live_slot = slot;
+  s.tail_key = w.hit_pages > 0 ? m.tree.at(hit_node).key : kRootPageKey;
+  for (int64_t i = 0; i < w.hit_pages; ++i) {
+    const int32_t node = w.path[i];
+    TreeNode& n = m.tree.at(node);
+    if (n.kv_tier == 1) {  // promote: device page in, host page out (room was made above)
+      const int32_t page = m.pages[0].allocate();
+      DS_CHECK(page >= 0, "cache: device page pool exhausted while promoting node {}", node);
+      m.charge(0, ByteKind::kv, m.page_bytes);
+      m.pages[1].unref(n.page);
+      m.charge(1, ByteKind::kv, -m.page_bytes);
+      n.page = page;
+      m.tree.set_kv_tier(node, 0);
+      ++m.stats.pages_promoted;
+    }
+    m.pages[0].ref(n.page);  // the sequence's reference (the tree holds the other)
+    s.pages.push_back(n.page);
+    s.path.push_back(node);
+  }
+  // Semantic branch point: the prompt leaves a cached path at a node that has other children.
+  if (!w.path.empty() && static_cast<int64_t>(w.path.size()) > w.hit_pages &&
+      m.tree.at(w.path.back()).n_children > 0)
+    s.branch_tokens = static_cast<int64_t>(w.path.size()) * m.cfg.page_tokens;
+  if (hit_node >= 0) {
+    ++m.stats.checkpoints_used;
+    m.tree.at(hit_node).ckpt_access = m.tick;
+    m.queue_ckpt(hit_node);
+  }
+  CacheStats& st = m.stats;
+  ++st.n_admissions;
+  st.prompt_tokens += s.prompt_tokens;
+  st.hit_tokens += hit.n_hit_tokens;
+  st.kv_reachable_tokens += hit.n_kv_tokens;
+  st.lost_tokens += hit.n_lost_tokens;
+  st.miss_tokens += s.prompt_tokens - hit.n_hit_tokens;
+  st.loaded_bytes += hit.bytes_to_load;
+  st.tiers[0].hit_tokens += hit.n_hit_device_tokens;
+  st.tiers[1].hit_tokens += hit.n_hit_host_tokens;
+  return Admission{id, hit};
+}
+
+bool HybridCache::reserve(SeqId seq, int64_t n_tokens_total) {
+  Impl& m = *impl_;
+  CacheSeq& s = m.seq_at(seq);
+  DS_CHECK(n_tokens_total >= 0 && n_tokens_total <= (int64_t{1} << 40), "cache: reserve of {} tokens for sequence {}",
+           n_tokens_total, seq);
+  const int64_t want_pages = (n_tokens_total + m.cfg.page_tokens - 1) / m.cfg.page_tokens;
+  const int64_t n_new = want_pages - static_cast<int64_t>(s.pages.size());
+  if (n_new > 0) {
+    const int64_t need = n_new * m.page_bytes;
+    if (m.free_bytes(0) < need && !m.make_room(0, need)) {
+      ++m.stats.failed_reserves;
+      return false;
+    }
+    CacheSeq& s2 = m.seq_at(seq);
+    for (int64_t i = 0; i < n_new; ++i) {
+      const int32_t page = m.pages[0].allocate();
+      DS_CHECK(page >= 0, "cache: device page pool exhausted for sequence {}", seq);
+      s2.pages.push_back(page);
+    }
+    m.charge(0, ByteKind::kv, need);
+  }
+  CacheSeq& s3 = m.seq_at(seq);
+  s3.reserved_tokens = std::max(s3.reserved_tokens, n_tokens_total);
+  return true;
+}
+
+std::vector<int64_t> HybridCache::checkpoint_positions(SeqId seq, int64_t begin, int64_t end) const {
+  const Impl& m = *impl_;
+  const CacheSeq& s = m.seq_at(seq);
+  std::vector<WantedCheckpoint> w;
+  m.retention->wanted({m.cfg.page_tokens, s.prompt_tokens, s.branch_tokens}, begin, end, w);
+  std::vector<int64_t> out;
+  out.reserve(w.size());
+  for (const auto& c : w) out.push_back(c.position);
+  return out;
+}
+
+void HybridCache::commit(SeqId seq, std::span<const int32_t> tokens, int64_t n_computed) {
+  Impl& m = *impl_;
+  CacheSeq& s = m.seq_at(seq);
+  DS_CHECK(n_computed >= 0 && n_computed <= static_cast<int64_t>(tokens.size()),
+           "cache: commit of {} computed tokens with only {} tokens (sequence {})", n_computed, tokens.size(), seq);
+  DS_CHECK(n_computed <= static_cast<int64_t>(s.pages.size()) * m.cfg.page_tokens,
+           "cache: commit of {} tokens but only {} reserved (sequence {})", n_computed, s.reserved_tokens, seq);
+  if (n_computed <= s.committed_tokens) return;
+  m.insert_pages(s, tokens, n_computed / m.cfg.page_tokens);
+  std::vector<WantedCheckpoint> want;
+  m.retention->wanted({m.cfg.page_tokens, s.prompt_tokens, s.branch_tokens}, s.committed_tokens, n_computed, want);
+  for (const auto& c : want) {
+    const int64_t page = c.position / m.cfg.page_tokens;
+    CacheSeq& s2 = m.seq_at(seq);
+    if (page <= static_cast<int64_t>(s2.path.size())) m.add_checkpoint(s2.path[page - 1], c.reason);
+  }
+  m.seq_at(seq).committed_tokens = n_computed;
+}
+
+void HybridCache::finish(SeqId seq, std::span<const int32_t> all_tokens) {
+  Impl& m = *impl_;
+  const int64_t n = std::min<int64_t>(static_cast<int64_t>(all_tokens.size()), m.seq_at(seq).reserved_tokens);
+  commit(seq, all_tokens, n);
+  CacheSeq& s = m.seq_at(seq);
+  if (m.retention->keeps_decode_end()) {
+    const int64_t page = n / m.cfg.page_tokens;
+    if (page > 0 && page <= static_cast<int64_t>(s.path.size()))
+      m.add_checkpoint(s.path[page - 1], CheckpointReason::decode_end);
+  }
+  m.release(seq);
+}
+
+void HybridCache::abort(SeqId seq) { impl_->release(seq); }
+
+std::span<const int32_t> HybridCache::page_table(SeqId seq) const { return impl_->seq_at(seq).pages; }
+int32_t HybridCache::live_slot(SeqId seq) const { return impl_->seq_at(seq).live_slot; }
+int64_t HybridCache::n_running() const { return static_cast<int64_t>(impl_->seqs.size()); }
+const CacheStats& HybridCache::stats() const { return impl_->stats; }
+void HybridCache::check_invariants() const { impl_->check_invariants(); }
+
+int64_t HybridCache::bookkeeping_bytes() const {
+  const Impl& m = *impl_;
+  int64_t b = m.tree.memory_bytes();
+  for (int t = 0; t < m.n_tiers; ++t) {
+    b += m.pages[t].n_ids() * static_cast<int64_t>(2 * sizeof(int32_t));  // refcount + free-list room
+    b += (m.kv_queue[t].size() + m.ckpt_queue[t].size()) * static_cast<int64_t>(sizeof(EvictionEntry));
+  }
+  for (const auto& [id, s] : m.seqs) b += static_cast<int64_t>((s.pages.size() + s.path.size()) * sizeof(int32_t));
+  return b;
+}
+
+}  // namespace ds

@@ -1,0 +1,110 @@
+// HybridCache: the scheduler-facing facade of the hybrid prefix cache (paged MLA KV + KDA state
+// checkpoints over device / host tiers). The scheduler sees sequences, token counts and a CacheHit;
+// it never touches nodes, pages or slots. Owns: one byte budget per tier covering KV pages,
+// checkpoints and live states; locked (in-flight) entries are never evicted. Bookkeeping only:
+// executors own the buffers. Rules (docs/cache_design.md):
+//  - Only full pages (page_tokens) are cached; a partial last page is recomputed.
+//  - Checkpoints sit only on page boundaries; a wanted position p is rounded DOWN to a page
+//    boundary (vLLM "align" style). A hit = deepest page boundary with KV for every page before it
+//    AND a checkpoint exactly there.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "cache/cache_config.h"
+#include "cache/cache_stats.h"
+
+namespace ds {
+
+using SeqId = int64_t;
+
+// Result of a lookup. All lengths are in tokens from the start of the prompt and are multiples of
+// page_tokens. n_hit_tokens <= n_kv_tokens <= prompt length (rounded down to a page).
+struct CacheHit {
+  int64_t n_hit_tokens = 0;         // restorable for every layer type: start prefill here
+  int64_t n_kv_tokens = 0;          // KV pages cover this prefix (may lack a checkpoint at its end)
+  int64_t n_lost_tokens = 0;        // n_kv_tokens - n_hit_tokens: lost to a missing checkpoint
+  int64_t n_hit_device_tokens = 0;  // part of n_hit_tokens whose KV is in tier 0 (device)
+  int64_t n_hit_host_tokens = 0;    // part of n_hit_tokens whose KV is in tier 1 (host)
+  bool checkpoint_on_host = false;  // the restored checkpoint is read from tier 1
+  int64_t bytes_to_load = 0;        // host -> device bytes to move before computing (KV + checkpoint)
+  double load_s = 0;                // bytes_to_load / tier-1 read bandwidth (executor may charge it)
+};
+
+// A successful admission: the sequence handle and the hit it was admitted with (the tree may have
+// changed since an earlier match(), so use THIS hit: n_computed_tokens starts at hit.n_hit_tokens).
+struct Admission {
+  SeqId seq = -1;
+  CacheHit hit;
+};
+
+class HybridCache {
+ public:
+  // Validates the config (ds::Error naming the field on bad sizes / specs / tiers).
+  explicit HybridCache(const CacheConfig& config);
+  ~HybridCache();
+  HybridCache(const HybridCache&) = delete;
+  HybridCache& operator=(const HybridCache&) = delete;
+
+  const CacheConfig& config() const;
+
+  // Lookup without side effects (no stats, no recency refresh). Cost O(pages of the prompt).
+  CacheHit match(std::span<const int32_t> prompt) const;
+
+  // Starts a sequence for `prompt`: re-matches, locks the hit path, copies (CoW) the hit checkpoint
+  // into a fresh live-state slot, promotes host-tier hit pages to the device (evicting unlocked
+  // entries as needed), records hit statistics. nullopt = no device room for the live state and the
+  // promoted pages now (nothing changed; the caller retries later or preempts someone).
+  std::optional<Admission> admit(std::span<const int32_t> prompt);
+
+  // Ensures the sequence owns device pages for n_tokens_total tokens (prefill chunk or decode
+  // growth), evicting unlocked entries per the eviction policy (demoting to host when a host tier
+  // exists). false = no room even after eviction: nothing allocated, caller preempts (abort()s).
+  bool reserve(SeqId seq, int64_t n_tokens_total);
+
+  // Positions p with begin < p <= end (tokens, page-aligned) at which the executor must emit the
+  // KDA state in the forward pass that computes tokens [begin, end) of this sequence (retention
+  // policy; includes branch points found at admission and the prompt end). Pure query.
+  std::vector<int64_t> checkpoint_positions(SeqId seq, int64_t begin, int64_t end) const;
+
+  // After the forward pass computed tokens up to n_computed (prefill chunk or decode step):
+  // inserts the newly full pages of `tokens` (all the sequence's tokens so far, size >= n_computed)
+  // into the prefix tree and stores the checkpoints returned by checkpoint_positions() for the
+  // computed range. Checkpoints that do not fit even after eviction are skipped (counted).
+  void commit(SeqId seq, std::span<const int32_t> tokens, int64_t n_computed);
+
+  // Request done: commits all full pages of all_tokens (prompt + decoded), adds the retention
+  // policy's end-of-sequence checkpoint (semantic: last decoded token, rounded down to a page; the
+  // executor keeps that state when decode crosses a page boundary), then releases the sequence
+  // (unlock, free the live state and any page the tree did not adopt).
+  void finish(SeqId seq, std::span<const int32_t> all_tokens);
+
+  // Releases the sequence without inserting anything more (preemption / cancel). Pages and
+  // checkpoints already committed stay cached.
+  void abort(SeqId seq);
+
+  // Device page ids backing the sequence's tokens [ceil(n_reserved / page_tokens)] (executor use).
+  std::span<const int32_t> page_table(SeqId seq) const;
+  int32_t live_slot(SeqId seq) const;  // device live-state slot of the sequence
+  int64_t n_running() const;           // admitted, not yet finished/aborted sequences
+
+  const CacheStats& stats() const;
+  // Host memory used by the bookkeeping itself (tree nodes, key map, pools, queues), in bytes.
+  int64_t bookkeeping_bytes() const;
+  // Verifies pool, tree and tier invariants (refcounts match owners, no page owned twice, budgets,
+  // checkpoint positions allowed by the policy, lock counts). Throws ds::Error on the first violation.
+  // Cost O(everything cached): tests and debug only.
+  void check_invariants() const;
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace ds

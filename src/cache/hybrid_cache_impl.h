@@ -1,0 +1,94 @@
+// Internal state of HybridCache (not for the scheduler): the prefix tree, per-tier block and state
+// pools, eviction queues, running sequences. Split over hybrid_cache.cpp (API), cache_eviction.cpp
+// (room making, demotion, drops) and cache_invariants.cpp. Owns: tier byte accounting == what the
+// pools hold; every page/slot has exactly the owners its refcount says.
+#pragma once
+
+#include <array>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "cache/block_pool.h"
+#include "cache/eviction_policy.h"
+#include "cache/eviction_queue.h"
+#include "cache/hybrid_cache.h"
+#include "cache/prefix_tree.h"
+#include "cache/retention_policy.h"
+#include "cache/state_pool.h"
+
+namespace ds {
+
+enum class ByteKind : uint8_t { kv, checkpoint, live };
+
+// One admitted sequence. path[i] is the tree node of page i (locked by this sequence); pages[i]
+// is the device page backing tokens [i·P, (i+1)·P) (the node's page, or a duplicate the sequence
+// computed itself when the tree already had that prefix).
+struct CacheSeq {
+  int64_t prompt_tokens = 0;
+  int64_t hit_tokens = 0;
+  int64_t branch_tokens = 0;      // semantic branch point found at admission (0 = none)
+  int64_t reserved_tokens = 0;    // tokens with a page
+  int64_t committed_tokens = 0;   // tokens already inserted / checkpointed
+  int32_t live_slot = -1;
+  bool tree_closed = false;       // a key collision stopped insertion for this sequence
+  uint64_t tail_key = 0;          // key of path.back() (root key when empty)
+  std::vector<int32_t> pages;     // device page ids
+  std::vector<int32_t> path;      // tree nodes, one per committed page
+};
+
+// Result of walking a prompt down the tree.
+struct TreeWalk {
+  std::vector<int32_t> path;      // node per matched page (KV-reachable)
+  int64_t hit_pages = 0;          // deepest page boundary with a checkpoint
+};
+
+struct HybridCache::Impl {
+  explicit Impl(const CacheConfig& c);
+
+  CacheConfig cfg;
+  int n_tiers = 1;
+  int64_t page_bytes = 0, ckpt_bytes = 0, live_bytes = 0;
+  std::unique_ptr<RetentionPolicy> retention;
+  std::unique_ptr<EvictionPolicy> eviction;
+  PrefixTree tree;
+  std::vector<BlockPool> pages;      // [n_tiers]
+  std::vector<StatePool> states;     // [n_tiers] (live slots only in tier 0)
+  std::array<EvictionQueue, kMaxTiers> kv_queue, ckpt_queue;
+  std::unordered_map<SeqId, CacheSeq> seqs;
+  SeqId next_seq = 1;
+  uint64_t tick = 0;
+  int32_t pinned_ckpt = -1;          // checkpoint being restored by admit(): not evictable
+  CacheStats stats;
+
+  // hybrid_cache.cpp
+  void walk(std::span<const int32_t> prompt, TreeWalk& out) const;
+  CacheHit hit_of(const TreeWalk& w) const;
+  CacheSeq& seq_at(SeqId id);
+  const CacheSeq& seq_at(SeqId id) const;
+  void insert_pages(CacheSeq& s, std::span<const int32_t> tokens, int64_t n_pages);
+  void add_checkpoint(int32_t node, CheckpointReason reason);
+  void release(SeqId id);
+
+  // cache_eviction.cpp
+  int64_t free_bytes(int tier) const;
+  void charge(int tier, ByteKind kind, int64_t delta_bytes);
+  bool make_room(int tier, int64_t bytes);
+  bool evict_one(int tier);
+  bool kv_unit_valid(int tier, const EvictionEntry& e) const;
+  bool ckpt_unit_valid(int tier, const EvictionEntry& e) const;
+  bool ckpt_units(int tier) const;
+  void queue_kv(int32_t node);
+  void queue_ckpt(int32_t node);
+  bool demote_node(int32_t node);
+  void drop_node(int32_t node);
+  void evict_checkpoint(int32_t node);
+  void drop_checkpoint(int32_t node);
+  void after_child_left(int32_t parent);
+  void maybe_compact(int tier);
+
+  // cache_invariants.cpp
+  void check_invariants() const;
+};
+
+}  // namespace ds

@@ -1,0 +1,69 @@
+// PrefixTree: radix tree over page-aligned token runs, one node per cached page (node at depth d
+// covers tokens [(d-1)·P, d·P)); children are found through a map from chained page key to node,
+// so match/insert cost O(pages touched). Nodes own one KV page (in one tier) and optionally one
+// checkpoint (the KDA state at the node's end position). Owns the structural invariants: keys map
+// to their nodes, child counts, depths, and "device KV is prefix-closed" (a device node's parent is
+// on the device). Locks, tiers and scores are fields the HybridCache maintains.
+#pragma once
+
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+namespace ds {
+
+enum class CheckpointReason : uint8_t { block, interval, prompt_end, branch, decode_end };
+const char* to_string(CheckpointReason reason);
+
+struct TreeNode {
+  uint64_t key = 0;              // chained page key of the prefix ending here
+  int32_t parent = -1;           // -1: root or free node
+  int32_t depth = 0;             // pages from the root (end position = depth · page_tokens)
+  int32_t page = -1;             // KV page id in tier kv_tier's BlockPool
+  int32_t ckpt_slot = -1;        // checkpoint slot in tier ckpt_tier's StatePool; -1 = none
+  int8_t kv_tier = -1;           // 0 device, 1 host; -1 = free node
+  int8_t ckpt_tier = -1;         // >= kv_tier when a checkpoint exists
+  CheckpointReason ckpt_reason = CheckpointReason::block;
+  int32_t n_children = 0;
+  int32_t n_device_children = 0;
+  int32_t lock_count = 0;        // running sequences whose path contains this node
+  uint32_t kv_version = 0;       // invalidates stale eviction-queue entries
+  uint32_t ckpt_version = 0;
+  uint64_t kv_access = 0;        // logical tick of the last use of this page
+  uint64_t ckpt_access = 0;      // logical tick of the last use (or creation) of the checkpoint
+  float ckpt_value = 0;          // policy value of the checkpoint, fixed at creation (eviction)
+  bool alive() const { return kv_tier >= 0; }
+  bool has_checkpoint() const { return ckpt_slot >= 0; }
+};
+
+class PrefixTree {
+ public:
+  static constexpr int32_t kRoot = 0;
+  PrefixTree();
+
+  // Child of `parent` whose chained key is `key`, or -1.
+  int32_t find_child(int32_t parent, uint64_t key) const;
+  // New leaf under parent (must not exist yet) owning `page` in `tier`.
+  int32_t add_child(int32_t parent, uint64_t key, int32_t page, int8_t tier);
+  // Removes a childless, unlocked, checkpoint-free node (the caller freed its page).
+  void remove_leaf(int32_t node);
+  // Moves a node's KV between tiers, keeping parent child counts right.
+  void set_kv_tier(int32_t node, int8_t tier);
+
+  TreeNode& at(int32_t node) { return nodes_[node]; }
+  const TreeNode& at(int32_t node) const { return nodes_[node]; }
+  int64_t n_slots() const { return static_cast<int64_t>(nodes_.size()); }  // alive + free nodes
+  int64_t n_nodes() const { return n_alive_; }                             // alive, root included
+  int64_t memory_bytes() const;                                             // bookkeeping overhead
+
+  // Structural invariants (keys, parents, child counts, depths, device prefix-closure).
+  void check_invariants() const;
+
+ private:
+  std::vector<TreeNode> nodes_;
+  std::vector<int32_t> free_;
+  std::unordered_map<uint64_t, int32_t> by_key_;
+  int64_t n_alive_ = 0;
+};
+
+}  // namespace ds

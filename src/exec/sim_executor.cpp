@@ -1,0 +1,68 @@
+#include "exec/sim_executor.h"
+
+#include "core/check.h"
+
+namespace ds {
+namespace {
+
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+void add_cost(StepCost& sum, const StepCost& c) {
+  sum.total_s += c.total_s;
+  sum.weights_s += c.weights_s;
+  sum.attn_s += c.attn_s;
+  sum.kda_s += c.kda_s;
+  sum.gemm_s += c.gemm_s;
+  sum.transfer_s += c.transfer_s;
+  sum.flops += c.flops;
+  sum.bytes += c.bytes;
+}
+
+}  // namespace
+
+SimExecutor::SimExecutor(const CostModel& cost_model, const SimExecutorConfig& config)
+    : cost_model_(cost_model), config_(config) {
+  DS_CHECK(config.step_overhead_s >= 0, "sim executor: step_overhead_s must be >= 0, got {}",
+           config.step_overhead_s);
+}
+
+int32_t SimExecutor::fake_token(RequestId request, int64_t position) const {
+  uint64_t h = splitmix64(config_.seed ^ splitmix64(static_cast<uint64_t>(request) * 0x100000001b3ULL +
+                                                    static_cast<uint64_t>(position)));
+  return static_cast<int32_t>(h & 0x7fffffff);
+}
+
+void SimExecutor::advance_to(double t_s) {
+  if (t_s > now_s_) now_s_ = t_s;
+}
+
+StepResult SimExecutor::execute(const SchedulePlan& plan) {
+  StepResult result;
+  work_.seqs.resize(plan.seqs.size());
+  for (size_t i = 0; i < plan.seqs.size(); ++i) {
+    const ScheduledSeq& s = plan.seqs[i];
+    SeqWork& w = work_.seqs[i];
+    w.n_new_tokens = s.n_tokens();
+    w.n_context_tokens = s.begin;
+    w.n_checkpoints = static_cast<int64_t>(s.checkpoint_positions.size());
+    w.n_restores = s.restore_checkpoint ? 1 : 0;
+    w.host_load_bytes = s.host_load_bytes;
+    if (s.samples) result.sampled_tokens.push_back(fake_token(s.request_id, s.end));
+  }
+  if (!plan.seqs.empty()) {
+    result.cost = cost_model_.step(work_);
+    result.duration_s = result.cost.total_s + config_.step_overhead_s;
+    DS_CHECK(result.duration_s >= 0, "sim executor: negative step time {} s", result.duration_s);
+  }
+  add_cost(total_, result.cost);
+  now_s_ += result.duration_s;
+  ++n_steps_;
+  return result;
+}
+
+}  // namespace ds

@@ -1,0 +1,43 @@
+// SimExecutor: the simulated executor — charges each SchedulePlan the CostModel's roofline time on
+// a virtual clock and returns fake sampled tokens; no weights, no GPU. Deterministic: the same
+// plans give the same times and tokens for a seed. Lower-tier (host) hits are charged through
+// SeqWork::host_load_bytes, checkpoint writes/restores through n_checkpoints / n_restores.
+#pragma once
+
+#include <cstdint>
+
+#include "exec/cost_model.h"
+#include "exec/executor.h"
+
+namespace ds {
+
+struct SimExecutorConfig {
+  uint64_t seed = 0;            // fake-token stream seed
+  double step_overhead_s = 0;   // fixed per-step host overhead added to the roofline time
+};
+
+class SimExecutor final : public Executor {
+ public:
+  // `cost_model` must outlive the executor (it is read-only and may be shared across threads).
+  SimExecutor(const CostModel& cost_model, const SimExecutorConfig& config);
+
+  StepResult execute(const SchedulePlan& plan) override;
+
+  double now_s() const { return now_s_; }             // virtual clock: sum of step durations + idle
+  void advance_to(double t_s);                        // idle until t_s (never moves backwards)
+  const StepCost& total_cost() const { return total_; }  // summed over all executed steps
+  int64_t n_steps() const { return n_steps_; }
+
+  // Fake token for (request, position): a fixed mix of the seed, never depends on call order.
+  int32_t fake_token(RequestId request, int64_t position) const;
+
+ private:
+  const CostModel& cost_model_;
+  SimExecutorConfig config_;
+  double now_s_ = 0;
+  StepCost total_;
+  int64_t n_steps_ = 0;
+  StepWork work_;  // reused per step (no allocation in steady state)
+};
+
+}  // namespace ds

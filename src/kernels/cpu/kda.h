@@ -1,0 +1,44 @@
+// KDA (Kimi Delta Attention) core for one sequence, f32: the per-token recurrence (model-spec
+// §3.3, the oracle) and the chunked WY/UT prefill (§4) that can emit the state at chunk boundaries
+// (prefix-cache checkpoints). Inputs are already activated: q,k L2-normalised, g = log-decay <= 0,
+// beta = sigmoid(b). State S is [H, K, V] (Kimi-Linear / HF layout, rows = key dims).
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+namespace ds {
+
+struct KdaDims {
+  int64_t T = 0;  // tokens of this sequence in this call
+  int64_t H = 0;  // heads
+  int64_t K = 0;  // key head dim
+  int64_t V = 0;  // value head dim
+};
+
+// Tensors of one call. q,k,g f32 [T, H, K]; v f32 [T, H, V]; beta f32 [T, H];
+// S f32 [H, K, V] in/out (initial state in, final state out); o f32 [T, H, V] out.
+struct KdaTensors {
+  const float* q = nullptr;
+  const float* k = nullptr;
+  const float* v = nullptr;
+  const float* g = nullptr;
+  const float* beta = nullptr;
+  float* S = nullptr;
+  float* o = nullptr;
+};
+
+// Plain per-token recurrence exactly as model-spec §3.3 (double-free, f32, single thread).
+void kda_recurrent_ref(const KdaDims& d, const KdaTensors& t, float scale);
+
+// Same math, optimised for decode (few tokens): vectorised, OpenMP over heads.
+void kda_recurrent(const KdaDims& d, const KdaTensors& t, float scale);
+
+// Chunked prefill (WY/UT form, chunk size `chunk`, T need not be a multiple of it).
+// emit_at: sorted, strictly increasing token counts in (0, T], each a multiple of `chunk` or == T;
+// emit_states[i] receives the state after emit_at[i] tokens, f32 [H, K, V]. Throws ds::Error on a
+// bad chunk size or boundary list. OpenMP over heads.
+void kda_chunked(const KdaDims& d, const KdaTensors& t, float scale, int64_t chunk = 64,
+                 std::span<const int64_t> emit_at = {}, std::span<float* const> emit_states = {});
+
+}  // namespace ds

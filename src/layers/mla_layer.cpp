@@ -1,0 +1,164 @@
+#include "layers/mla_layer.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/check.h"
+#include "kernels/cpu/linear.h"
+#include "kernels/cpu/norm.h"
+#include "layers/k3_gates.h"
+
+namespace ds {
+namespace {
+
+// p[0..n) = softmax(p[0..n)) in place, f32.
+void softmax_inplace(float* p, int64_t n) {
+  float m = p[0];
+  for (int64_t i = 1; i < n; ++i) m = std::max(m, p[i]);
+  float sum = 0.0f;
+  for (int64_t i = 0; i < n; ++i) sum += (p[i] = std::exp(p[i] - m));
+  const float inv = 1.0f / sum;
+  for (int64_t i = 0; i < n; ++i) p[i] *= inv;
+}
+
+float dot(const float* a, const float* b, int64_t n) {
+  float s = 0.0f;
+  for (int64_t i = 0; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+
+}  // namespace
+
+MlaLayer::MlaLayer(const MlaConfig& cfg, int64_t hidden, MlaParams params)
+    : cfg_(cfg), hidden_(hidden), p_(std::move(params)) {
+  const int64_t H = cfg_.n_head, dq = cfg_.qk_head_dim(), dn = cfg_.qk_nope_head_dim;
+  const int64_t dv = cfg_.v_head_dim, R = cfg_.kv_lora_rank, L = cfg_.latent_dim();
+  if (cfg_.q_lora_rank == 0) {
+    DS_CHECK(p_.q_proj.rows == H * dq && p_.q_proj.cols == hidden_,
+             "mla q_proj is [{}, {}], expected [{}, {}]", p_.q_proj.rows, p_.q_proj.cols, H * dq, hidden_);
+  } else {
+    const int64_t rq = cfg_.q_lora_rank;
+    DS_CHECK(p_.q_a.rows == rq && p_.q_a.cols == hidden_ && p_.q_b.rows == H * dq && p_.q_b.cols == rq &&
+                 int64_t(p_.q_a_norm.size()) == rq,
+             "mla q_a [{}, {}] / q_b [{}, {}] / q_a_layernorm {} inconsistent with q_lora_rank {}",
+             p_.q_a.rows, p_.q_a.cols, p_.q_b.rows, p_.q_b.cols, p_.q_a_norm.size(), rq);
+  }
+  DS_CHECK(p_.kv_a.rows == L && p_.kv_a.cols == hidden_, "mla kv_a_proj_with_mqa is [{}, {}], expected [{}, {}]",
+           p_.kv_a.rows, p_.kv_a.cols, L, hidden_);
+  DS_CHECK(int64_t(p_.kv_a_norm.size()) == R, "mla kv_a_layernorm has {} values, expected {}",
+           p_.kv_a_norm.size(), R);
+  DS_CHECK(p_.kv_b.rows == H * (dn + dv) && p_.kv_b.cols == R, "mla kv_b_proj is [{}, {}], expected [{}, {}]",
+           p_.kv_b.rows, p_.kv_b.cols, H * (dn + dv), R);
+  if (cfg_.output_gate)
+    DS_CHECK(p_.g_proj.data != nullptr && p_.g_proj.rows == H * dv && p_.g_proj.cols == hidden_,
+             "mla g_proj is [{}, {}], expected [{}, {}] (mla_use_output_gate)", p_.g_proj.rows,
+             p_.g_proj.cols, H * dv, hidden_);
+  DS_CHECK(p_.o_proj.rows == hidden_ && p_.o_proj.cols == H * dv, "mla o_proj is [{}, {}], expected [{}, {}]",
+           p_.o_proj.rows, p_.o_proj.cols, hidden_, H * dv);
+  kv_b_f32_ = to_f32(p_.kv_b);
+}
+
+void MlaLayer::project_q(const float* x, int64_t T, float* q) const {
+  if (cfg_.q_lora_rank == 0) {
+    linear(x, T, p_.q_proj, q);
+    return;
+  }
+  std::vector<float> qa(size_t(T * cfg_.q_lora_rank));  // f32 [T, r_q]
+  linear(x, T, p_.q_a, qa.data());
+  rmsnorm(qa.data(), T, cfg_.q_lora_rank, p_.q_a_norm.data(), kQNormEps, qa.data());
+  linear(qa.data(), T, p_.q_b, q);
+}
+
+void MlaLayer::forward(const LayerBatch& batch, std::span<MlaCache* const> caches, const float* x,
+                       float* y, MlaAttnMode mode) const {
+  const int64_t T = batch.n_tokens(), H = cfg_.n_head, dq = cfg_.qk_head_dim();
+  const int64_t dv = cfg_.v_head_dim, R = cfg_.kv_lora_rank, L = cfg_.latent_dim();
+  DS_CHECK(int64_t(caches.size()) == batch.n_seq(), "mla layer: {} caches for {} sequences",
+           caches.size(), batch.n_seq());
+  if (T == 0) return;
+  std::vector<float> q(size_t(T * H * dq)), kv(size_t(T * L)), o(size_t(T * H * dv));
+  project_q(x, T, q.data());
+  linear(x, T, p_.kv_a, kv.data());
+  for (int64_t t = 0; t < T; ++t)  // normalise the latent part only; k_pe stays as projected
+    rmsnorm(kv.data() + t * L, 1, R, p_.kv_a_norm.data(), kLatentNormEps, kv.data() + t * L);
+  bool decode = true;
+  for (int s = 0; s < batch.n_seq(); ++s) decode = decode && batch.len(s) == 1;
+  const bool absorbed = mode == MlaAttnMode::Absorbed || (mode == MlaAttnMode::Auto && decode);
+  for (int s = 0; s < batch.n_seq(); ++s) {
+    MlaCache& c = *caches[size_t(s)];
+    DS_CHECK(c.latent_dim == L, "mla cache latent width {} != layer latent width {}", c.latent_dim, L);
+    const int64_t b = batch.begin(s), n = batch.len(s);
+    c.latent.insert(c.latent.end(), kv.begin() + b * L, kv.begin() + (b + n) * L);
+    c.n_tokens += n;
+    if (n == 0) continue;
+    if (absorbed)
+      attend_absorbed(c, n, q.data() + b * H * dq, o.data() + b * H * dv);
+    else
+      attend_expanded(c, n, q.data() + b * H * dq, o.data() + b * H * dv);
+  }
+  if (cfg_.output_gate) mla_output_gate(p_.g_proj, x, T, o.data());  // K3 gated MLA (§5.2)
+  linear(o.data(), T, p_.o_proj, y);
+}
+
+// Prefill form: k_t,h = [W_UK,h c_t ; k_pe_t], v_t,h = W_UV,h c_t for every cached t.
+void MlaLayer::attend_expanded(const MlaCache& c, int64_t n, const float* q, float* o) const {
+  const int64_t H = cfg_.n_head, dq = cfg_.qk_head_dim(), dn = cfg_.qk_nope_head_dim;
+  const int64_t dr = cfg_.qk_rope_head_dim, dv = cfg_.v_head_dim, R = cfg_.kv_lora_rank;
+  const int64_t L = cfg_.latent_dim(), Tc = c.n_tokens, past = Tc - n, KV = dn + dv;
+  std::vector<float> kvb(size_t(Tc * H * KV));  // f32 [Tc, H, nope + v]
+  linear_strided(c.latent.data(), L, Tc, p_.kv_b, kvb.data(), H * KV, false);
+  const float scale = 1.0f / std::sqrt(float(dq));
+#pragma omp parallel
+  {
+    std::vector<float> p(static_cast<size_t>(Tc));
+#pragma omp for collapse(2) schedule(dynamic, 4)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t i = 0; i < n; ++i) {
+        const float* qi = q + (i * H + h) * dq;
+        const int64_t nt = past + i + 1;
+        for (int64_t t = 0; t < nt; ++t)
+          p[size_t(t)] = (dot(qi, kvb.data() + (t * H + h) * KV, dn) + dot(qi + dn, c.row(t) + R, dr)) * scale;
+        softmax_inplace(p.data(), nt);
+        float* oi = o + (i * H + h) * dv;
+        std::fill(oi, oi + dv, 0.0f);
+        for (int64_t t = 0; t < nt; ++t) {
+          const float* vt = kvb.data() + (t * H + h) * KV + dn;
+          for (int64_t j = 0; j < dv; ++j) oi[j] += p[size_t(t)] * vt[j];
+        }
+      }
+  }
+}
+
+// Decode form over the cached latents: q^_h = W_UK,h^T q_nope, score = q^.c_t + q_pe.k_pe_t,
+// o_h = W_UV,h (sum_t p_t c_t).
+void MlaLayer::attend_absorbed(const MlaCache& c, int64_t n, const float* q, float* o) const {
+  const int64_t H = cfg_.n_head, dq = cfg_.qk_head_dim(), dn = cfg_.qk_nope_head_dim;
+  const int64_t dr = cfg_.qk_rope_head_dim, dv = cfg_.v_head_dim, R = cfg_.kv_lora_rank;
+  const int64_t Tc = c.n_tokens, past = Tc - n, KV = dn + dv;
+  const float scale = 1.0f / std::sqrt(float(dq));
+#pragma omp parallel
+  {
+    std::vector<float> p(static_cast<size_t>(Tc)), qhat(static_cast<size_t>(R)), ctx(static_cast<size_t>(R));
+#pragma omp for collapse(2) schedule(dynamic, 1)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t i = 0; i < n; ++i) {
+        const float* qi = q + (i * H + h) * dq;
+        const float* wuk = kv_b_f32_.data() + h * KV * R;  // [dn, R]
+        const float* wuv = wuk + dn * R;                   // [dv, R]
+        std::fill(qhat.begin(), qhat.end(), 0.0f);
+        for (int64_t d = 0; d < dn; ++d)
+          for (int64_t r = 0; r < R; ++r) qhat[size_t(r)] += qi[d] * wuk[d * R + r];
+        const int64_t nt = past + i + 1;
+        for (int64_t t = 0; t < nt; ++t)
+          p[size_t(t)] = (dot(qhat.data(), c.row(t), R) + dot(qi + dn, c.row(t) + R, dr)) * scale;
+        softmax_inplace(p.data(), nt);
+        std::fill(ctx.begin(), ctx.end(), 0.0f);
+        for (int64_t t = 0; t < nt; ++t)
+          for (int64_t r = 0; r < R; ++r) ctx[size_t(r)] += p[size_t(t)] * c.row(t)[r];
+        float* oi = o + (i * H + h) * dv;
+        for (int64_t j = 0; j < dv; ++j) oi[j] = dot(wuv + j * R, ctx.data(), R);
+      }
+  }
+}
+
+}  // namespace ds

@@ -1,0 +1,386 @@
+#include "model/safetensors.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <tuple>
+
+#include "core/check.h"
+
+namespace ds {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr uint64_t kMaxHeaderBytes = 100'000'000;  // same cap as the reference safetensors reader
+constexpr int64_t kMaxNumel = int64_t(1) << 50;     // far above any real tensor; keeps products finite
+
+uint64_t read_u64_le(const uint8_t* p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; --i) v = (v << 8) | p[i];
+  return v;
+}
+
+std::vector<int64_t> parse_shape(const json& v, const std::string& src, const std::string& name) {
+  if (!v.is_array()) fail("{}: tensor `{}`: `shape` must be a list, got {}", src, name, v.dump());
+  std::vector<int64_t> shape;
+  int64_t numel = 1;
+  for (const json& d : v) {
+    if (!d.is_number_integer() || d.get<int64_t>() < 0 || d.get<int64_t>() > kMaxNumel)
+      fail("{}: tensor `{}`: bad dimension {} in shape {}", src, name, d.dump(), v.dump());
+    const int64_t n = d.get<int64_t>();
+    if (n != 0 && numel > kMaxNumel / n) fail("{}: tensor `{}`: shape {} is too large", src, name, v.dump());
+    numel *= n;
+    shape.push_back(n);
+  }
+  return shape;
+}
+
+// Parses one tensor entry of the header; returns {ref (data null), begin, end}.
+std::tuple<TensorRef, uint64_t, uint64_t> parse_entry(const std::string& name, const json& e,
+                                                      const std::string& src) {
+  if (!e.is_object()) fail("{}: tensor `{}`: entry must be an object, got {}", src, name, e.dump());
+  TensorRef t;
+  t.name = name;
+  if (!e.contains("dtype") || !e.at("dtype").is_string()) fail("{}: tensor `{}`: missing string `dtype`", src, name);
+  const std::string dt = e.at("dtype").get<std::string>();
+  if (!dtype_from_name(dt, &t.dtype)) fail("{}: tensor `{}`: unsupported dtype \"{}\"", src, name, dt);
+  if (!e.contains("shape")) fail("{}: tensor `{}`: missing `shape`", src, name);
+  t.shape = parse_shape(e.at("shape"), src, name);
+  if (!e.contains("data_offsets")) fail("{}: tensor `{}`: missing `data_offsets`", src, name);
+  const json& off = e.at("data_offsets");
+  if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() || !off[1].is_number_unsigned())
+    fail("{}: tensor `{}`: `data_offsets` must be two non-negative integers, got {}", src, name, off.dump());
+  const uint64_t begin = off[0].get<uint64_t>(), end = off[1].get<uint64_t>();
+  if (begin > end) fail("{}: tensor `{}`: data_offsets [{}, {}] run backwards", src, name, begin, end);
+  const uint64_t expect = uint64_t(t.numel()) * dtype_size(t.dtype);
+  if (end - begin != expect)
+    fail("{}: tensor `{}`: data_offsets [{}, {}] hold {} bytes, but {} {} needs {}", src, name, begin, end,
+         end - begin, dt, t.shape_str(), expect);
+  t.n_bytes = size_t(expect);
+  return {std::move(t), begin, end};
+}
+
+void parse_metadata(const json& m, const std::string& src, std::map<std::string, std::string>& out) {
+  if (!m.is_object()) fail("{}: `__metadata__` must be an object, got {}", src, m.dump());
+  for (const auto& [k, v] : m.items()) {
+    if (!v.is_string()) fail("{}: `__metadata__.{}` must be a string, got {}", src, k, v.dump());
+    out[k] = v.get<std::string>();
+  }
+}
+
+struct Fd {
+  int fd = -1;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+// Reads `n` bytes at `offset`; throws naming the file on short reads.
+void pread_all(int fd, uint8_t* dst, size_t n, uint64_t offset, const std::string& path) {
+  while (n > 0) {
+    const ssize_t got = ::pread(fd, dst, n, off_t(offset));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) fail("{}: read failed at byte {}: {}", path, offset, got < 0 ? std::strerror(errno) : "EOF");
+    dst += got;
+    n -= size_t(got);
+    offset += uint64_t(got);
+  }
+}
+
+}  // namespace
+
+int64_t TensorRef::numel() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+std::string TensorRef::shape_str() const {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+SafetensorsHeader SafetensorsHeader::parse(std::span<const uint8_t> head_bytes, size_t file_size,
+                                           const std::string& source) {
+  if (file_size < 8 || head_bytes.size() < 8)
+    fail("{}: file is {} bytes, too short for the 8-byte header length", source, file_size);
+  const uint64_t n = read_u64_le(head_bytes.data());
+  if (n > kMaxHeaderBytes) fail("{}: header length {} exceeds the {} byte limit", source, n, kMaxHeaderBytes);
+  if (n > file_size - 8) fail("{}: header length {} runs past the end of the {} byte file", source, n, file_size);
+  if (n > head_bytes.size() - 8) fail("{}: header length {} but only {} header bytes given", source, n, head_bytes.size() - 8);
+  const char* text = reinterpret_cast<const char*>(head_bytes.data() + 8);
+  json j;
+  try {
+    j = json::parse(text, text + n);
+  } catch (const json::exception& e) {
+    fail("{}: header is not valid JSON: {}", source, e.what());
+  }
+  if (!j.is_object()) fail("{}: header must be a JSON object", source);
+
+  SafetensorsHeader h;
+  h.data_start = size_t(8 + n);
+  const uint64_t data_bytes = file_size - h.data_start;
+  std::vector<std::tuple<uint64_t, uint64_t, const std::string*>> ranges;
+  for (const auto& [name, e] : j.items()) {
+    if (name == "__metadata__") {
+      parse_metadata(e, source, h.metadata);
+      continue;
+    }
+    auto [t, begin, end] = parse_entry(name, e, source);
+    if (end > data_bytes)
+      fail("{}: tensor `{}`: data_offsets [{}, {}] run past the {} data bytes of the file", source, name, begin,
+           end, data_bytes);
+    h.offset[name] = size_t(begin);
+    auto it = h.tensors.emplace(name, std::move(t)).first;
+    ranges.emplace_back(begin, end, &it->first);
+  }
+  std::sort(ranges.begin(), ranges.end());
+  for (size_t i = 1; i < ranges.size(); ++i) {
+    const auto& [b0, e0, n0] = ranges[i - 1];
+    const auto& [b1, e1, n1] = ranges[i];
+    if (b1 < e0)
+      fail("{}: tensors `{}` [{}, {}] and `{}` [{}, {}] overlap", source, *n0, b0, e0, *n1, b1, e1);
+  }
+  return h;
+}
+
+std::unique_ptr<SafetensorsFile> SafetensorsFile::open_header(const std::string& path) {
+  Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (f.fd < 0) fail("cannot open {}: {}", path, std::strerror(errno));
+  struct stat st {};
+  if (::fstat(f.fd, &st) != 0) fail("cannot stat {}: {}", path, std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) fail("{} is not a regular file", path);
+  const size_t size = size_t(st.st_size);
+  if (size < 8) fail("{}: file is {} bytes, too short for the 8-byte header length", path, size);
+  uint8_t len_bytes[8];
+  pread_all(f.fd, len_bytes, 8, 0, path);
+  const uint64_t n = read_u64_le(len_bytes);
+  if (n > kMaxHeaderBytes) fail("{}: header length {} exceeds the {} byte limit", path, n, kMaxHeaderBytes);
+  if (n > size - 8) fail("{}: header length {} runs past the end of the {} byte file", path, n, size);
+  std::vector<uint8_t> head(size_t(8 + n));
+  pread_all(f.fd, head.data(), head.size(), 0, path);
+  SafetensorsHeader h = SafetensorsHeader::parse(head, size, path);
+  std::unique_ptr<SafetensorsFile> file(new SafetensorsFile());
+  file->path_ = path;
+  file->tensors_ = std::move(h.tensors);
+  file->metadata_ = std::move(h.metadata);
+  return file;
+}
+
+std::unique_ptr<SafetensorsFile> SafetensorsFile::open(const std::string& path) {
+  Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (f.fd < 0) fail("cannot open {}: {}", path, std::strerror(errno));
+  struct stat st {};
+  if (::fstat(f.fd, &st) != 0) fail("cannot stat {}: {}", path, std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) fail("{} is not a regular file", path);
+  const size_t size = size_t(st.st_size);
+  if (size < 8) fail("{}: file is {} bytes, too short for the 8-byte header length", path, size);
+  void* map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, f.fd, 0);
+  if (map == MAP_FAILED) fail("cannot mmap {} ({} bytes): {}", path, size, std::strerror(errno));
+  std::unique_ptr<SafetensorsFile> file(new SafetensorsFile());
+  file->path_ = path;
+  file->map_ = map;
+  file->map_bytes_ = size;
+  const auto* base = static_cast<const uint8_t*>(map);
+  SafetensorsHeader h = SafetensorsHeader::parse({base, size}, size, path);  // on throw, ~file unmaps
+  for (auto& [name, t] : h.tensors) t.data = base + h.data_start + h.offset.at(name);
+  file->tensors_ = std::move(h.tensors);
+  file->metadata_ = std::move(h.metadata);
+  return file;
+}
+
+SafetensorsFile::~SafetensorsFile() {
+  if (map_) ::munmap(map_, map_bytes_);
+}
+
+const TensorRef* SafetensorsFile::find(std::string_view name) const {
+  auto it = tensors_.find(std::string(name));
+  return it == tensors_.end() ? nullptr : &it->second;
+}
+
+// ---- Checkpoint -----------------------------------------------------------------------------
+
+namespace {
+
+// Shard file names listed by model.safetensors.index.json, each checked to be a plain file name.
+std::map<std::string, std::vector<std::string>> read_index(const std::string& index_path) {
+  std::ifstream in(index_path, std::ios::binary);
+  if (!in) fail("cannot open {}", index_path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  json j;
+  try {
+    j = json::parse(ss.str());
+  } catch (const json::exception& e) {
+    fail("{}: invalid JSON: {}", index_path, e.what());
+  }
+  if (!j.is_object() || !j.contains("weight_map") || !j.at("weight_map").is_object())
+    fail("{}: missing object `weight_map`", index_path);
+  std::map<std::string, std::vector<std::string>> by_file;
+  for (const auto& [name, file] : j.at("weight_map").items()) {
+    if (!file.is_string()) fail("{}: weight_map[`{}`] must be a file name, got {}", index_path, name, file.dump());
+    const std::string f = file.get<std::string>();
+    if (f.empty() || f.find('/') != std::string::npos || f.find('\\') != std::string::npos || f == "." ||
+        f == "..")
+      fail("{}: weight_map[`{}`] = \"{}\" is not a plain file name in the checkpoint folder", index_path, name, f);
+    by_file[f].push_back(name);
+  }
+  if (by_file.empty()) fail("{}: `weight_map` is empty", index_path);
+  return by_file;
+}
+
+}  // namespace
+
+Checkpoint Checkpoint::open(const std::string& dir, const std::string& prefix, bool header_only) {
+  namespace fs = std::filesystem;
+  auto open_file = [&](const std::string& p) -> std::shared_ptr<SafetensorsFile> {
+    return header_only ? SafetensorsFile::open_header(p) : SafetensorsFile::open(p);
+  };
+  Checkpoint ck;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) {
+    if (!fs::is_regular_file(dir, ec)) fail("checkpoint {} does not exist", dir);
+    ck.files_.push_back(open_file(dir));
+  } else if (const fs::path index = fs::path(dir) / "model.safetensors.index.json"; fs::exists(index, ec)) {
+    for (const auto& [file, names] : read_index(index.string())) {
+      auto f = open_file((fs::path(dir) / file).string());
+      for (const std::string& n : names) {
+        if (!f->find(n)) fail("{}: tensor `{}` is listed in the index but absent from {}", index.string(), n, file);
+      }
+      ck.files_.push_back(std::move(f));
+    }
+  } else if (const fs::path single = fs::path(dir) / "model.safetensors"; fs::exists(single, ec)) {
+    ck.files_.push_back(open_file(single.string()));
+  } else {
+    fail("checkpoint folder {} has neither model.safetensors nor model.safetensors.index.json", dir);
+  }
+  for (const auto& f : ck.files_) {
+    for (const auto& [full, t] : f->tensors()) {
+      const bool has_prefix = !prefix.empty() && full.starts_with(prefix);
+      const std::string name = has_prefix ? full.substr(prefix.size()) : full;
+      auto [it, inserted] = ck.by_name_.emplace(name, Entry{&t});
+      if (!inserted)
+        fail("checkpoint {}: tensor `{}` appears twice ({} and {})", dir, name, it->second.tensor->name, full);
+      if (!prefix.empty() && !has_prefix) ck.unprefixed_.insert(name);
+    }
+  }
+  return ck;
+}
+
+const TensorRef* Checkpoint::find(std::string_view name) const {
+  auto it = by_name_.find(name);
+  return it == by_name_.end() ? nullptr : it->second.tensor;
+}
+
+const TensorRef& Checkpoint::require(std::string_view name) const {
+  auto it = by_name_.find(name);
+  if (it == by_name_.end()) fail("checkpoint: missing tensor `{}`", name);
+  it->second.used = true;
+  return *it->second.tensor;
+}
+
+const TensorRef& Checkpoint::get(std::string_view name, const std::vector<int64_t>& expected_shape) const {
+  TensorRef want;
+  want.shape = expected_shape;
+  auto it = by_name_.find(name);
+  if (it == by_name_.end()) fail("checkpoint: missing tensor `{}` (expected shape {})", name, want.shape_str());
+  const TensorRef& t = *it->second.tensor;
+  if (t.shape != expected_shape)
+    fail("checkpoint: tensor `{}` has shape {}, expected {}", name, t.shape_str(), want.shape_str());
+  it->second.used = true;
+  return t;
+}
+
+std::vector<std::string> Checkpoint::names() const {
+  std::vector<std::string> out;
+  for (const auto& [n, t] : by_name_) out.push_back(n);
+  return out;
+}
+
+std::vector<std::string> Checkpoint::unused_names() const {
+  std::vector<std::string> out;
+  for (const auto& [n, e] : by_name_) {
+    if (!e.used) out.push_back(n);
+  }
+  return out;
+}
+
+// ---- conversion and writing -----------------------------------------------------------------
+
+void tensor_to_f32(const TensorRef& t, std::span<float> out) {
+  if (int64_t(out.size()) != t.numel())
+    fail("tensor `{}`: {} elements, output buffer holds {}", t.name, t.numel(), out.size());
+  if (!t.data && t.numel() > 0) fail("tensor `{}`: no data (opened header-only)", t.name);
+  const size_t n = out.size();
+  switch (t.dtype) {
+    case DType::F32:
+      if (n) std::memcpy(out.data(), t.data, n * 4);
+      return;
+    case DType::BF16:
+    case DType::F16:
+      for (size_t i = 0; i < n; ++i) {
+        uint16_t h;
+        std::memcpy(&h, t.data + 2 * i, 2);
+        out[i] = t.dtype == DType::BF16 ? bf16_to_f32(h) : f16_to_f32(h);
+      }
+      return;
+    default:
+      fail("tensor `{}`: dtype {} is not a float type (expected BF16, F16 or F32)", t.name, dtype_name(t.dtype));
+  }
+}
+
+std::vector<float> tensor_to_f32(const TensorRef& t) {
+  std::vector<float> out(size_t(std::max<int64_t>(t.numel(), 0)));
+  tensor_to_f32(t, out);
+  return out;
+}
+
+void write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors) {
+  json header = json::object();
+  uint64_t offset = 0;
+  for (const TensorToWrite& t : tensors) {
+    int64_t numel = 1;
+    for (int64_t d : t.shape) {
+      DS_CHECK(d >= 0, "write_safetensors {}: tensor `{}` has negative dimension {}", path, t.name, d);
+      numel *= d;
+    }
+    const uint64_t bytes = uint64_t(numel) * dtype_size(t.dtype);
+    DS_CHECK(bytes == 0 || t.data != nullptr, "write_safetensors {}: tensor `{}` has no data", path, t.name);
+    header[t.name] = {{"dtype", std::string(dtype_name(t.dtype))},
+                      {"shape", t.shape},
+                      {"data_offsets", {offset, offset + bytes}}};
+    offset += bytes;
+  }
+  std::string text = header.dump();
+  text.append((8 - (text.size() % 8)) % 8, ' ');  // data area starts 8-byte aligned
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  if (!f) fail("cannot create {}: {}", path, std::strerror(errno));
+  uint8_t len[8];
+  for (int i = 0; i < 8; ++i) len[i] = uint8_t(uint64_t(text.size()) >> (8 * i));
+  bool ok = std::fwrite(len, 1, 8, f) == 8 && std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  for (const TensorToWrite& t : tensors) {
+    if (!ok) break;
+    int64_t numel = 1;
+    for (int64_t d : t.shape) numel *= d;
+    const size_t bytes = size_t(numel) * dtype_size(t.dtype);
+    ok = bytes == 0 || std::fwrite(t.data, 1, bytes, f) == bytes;
+  }
+  ok = (std::fclose(f) == 0) && ok;
+  if (!ok) fail("write_safetensors: failed writing {}", path);
+}
+
+}  // namespace ds

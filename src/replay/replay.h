@@ -1,0 +1,49 @@
+// Trace replay on the simulated executor: a discrete-event loop on a virtual clock that drives the
+// real Scheduler and HybridCache. Closed loop (agentic sessions at a fixed concurrency: a lane sends
+// its next turn think_time after the previous one finished; lanes start at a random point of their
+// first session with a warm-up request excluded from stats, like InferenceX AgentX) or open loop
+// (requests at their trace timestamps, e.g. Mooncake). One run = one RunMetrics; a sweep runs
+// configs on worker threads, each run deterministic for its seed whatever the thread count.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "cache/cache_config.h"
+#include "exec/cost_model.h"
+#include "exec/sim_executor.h"
+#include "replay/run_metrics.h"
+#include "sched/scheduler.h"
+#include "trace/trace.h"
+
+namespace ds {
+
+struct ReplayConfig {
+  std::string label = "hbm";      // name of the cache configuration in reports
+  int concurrency = 1;            // closed loop: number of lanes (>= 1); ignored open loop
+  uint64_t seed = 1;              // session order, lane start points, fake tokens
+  double duration_s = 0;          // virtual seconds; the run stops there (0 = until the trace ends)
+  double max_think_s = 10;        // cap on a turn's think time (AgentX idle-gap cap)
+  bool warmup = true;             // closed loop: lanes start mid-session with one warm-up request
+  double start_frac_lo = 0.25;    // lane start point: uniform fraction of its session's turns
+  double start_frac_hi = 0.75;
+  int64_t max_requests = 0;       // stop sending after this many requests (0 = no limit)
+  int gpus = 8;                   // for per-GPU throughput
+  int64_t kv_budget_tokens = 0;   // reported only (the cache config holds the bytes)
+  SchedulerConfig scheduler;
+  CacheConfig cache;
+  SimExecutorConfig executor;
+};
+
+// Replays `trace` once. Throws ds::Error on an invalid config. `cost` is read-only (shareable).
+RunMetrics run_replay(const Trace& trace, const CostModel& cost, const ReplayConfig& config);
+
+// Runs every config on up to `threads` threads; results in config order. `on_done(i)` (optional)
+// is called after run i finishes, from the worker thread.
+std::vector<RunMetrics> run_sweep(const Trace& trace, const CostModel& cost,
+                                  const std::vector<ReplayConfig>& configs, int threads,
+                                  const std::function<void(size_t)>& on_done = {});
+
+}  // namespace ds

@@ -1,0 +1,98 @@
+#include "replay/replay_setup.h"
+
+#include <cmath>
+
+#include "core/check.h"
+
+namespace ds {
+
+std::vector<CacheVariant> default_variants() {
+  return {
+      CacheVariant{.label = "hbm", .retention = "interval:32768", .eviction = "leaf-lru", .tiers = {"hbm"}},
+      CacheVariant{.label = "hbm+dram", .retention = "interval:32768", .eviction = "leaf-lru",
+                   .tiers = {"hbm", "dram"}},
+      CacheVariant{.label = "semantic", .retention = "semantic", .eviction = "leaf-lru", .tiers = {"hbm"}},
+  };
+}
+
+CacheConfig make_cache_config(const ReplaySetup& setup, const CacheVariant& variant,
+                              const ModelProfile& model, const HardwareProfile& hw,
+                              const MemoryPlan& plan) {
+  CacheConfig c;
+  const int tp = setup.gpus;
+  c.sizes.kv_bytes_per_token = plan.kv_bytes_per_token;
+  c.sizes.checkpoint_bytes = static_cast<int64_t>(std::ceil(plan.kda_state_bytes_per_gpu));
+  c.sizes.live_state_bytes = c.sizes.checkpoint_bytes;
+  c.sizes.flops_per_token = model.linear_flops_per_token() / tp;
+  c.sizes.attn_flops_per_token_ctx = model.mla_attention_flops(1, 1 << 16) / double(1 << 16) / tp;
+  c.retention = variant.retention;
+  c.eviction = variant.eviction;
+  c.max_running = std::max(setup.max_running, 1);
+  DS_CHECK(!variant.tiers.empty() && variant.tiers.front() == "hbm",
+           "replay: tiers must start with 'hbm' (then optionally 'dram'), got '{}'",
+           variant.tiers.empty() ? std::string() : variant.tiers.front());
+  int64_t device_bytes = setup.kv_budget_tokens > 0
+                             ? setup.kv_budget_tokens * plan.kv_bytes_per_token
+                             : static_cast<int64_t>(plan.cache_bytes);
+  double hbm_bw = hw.hbm_bw_bytes_s * hw.memory_efficiency;
+  c.tiers.push_back(CacheTier{.name = "hbm", .capacity_bytes = device_bytes,
+                              .read_bw_bytes_per_s = hbm_bw, .write_bw_bytes_per_s = hbm_bw});
+  for (size_t i = 1; i < variant.tiers.size(); ++i) {
+    DS_CHECK(variant.tiers[i] == "dram" && i == 1,
+             "replay: unknown or repeated tier '{}' (supported: hbm, hbm,dram)", variant.tiers[i]);
+    double link = hw.host_link_bw_bytes_s * hw.host_link_efficiency;
+    c.tiers.push_back(CacheTier{
+        .name = "dram",
+        .capacity_bytes = static_cast<int64_t>(plan.host_dram_bytes * setup.host_cache_fraction),
+        .read_bw_bytes_per_s = link,
+        .write_bw_bytes_per_s = link});
+  }
+  c.validate();
+  return c;
+}
+
+PreparedSweep prepare_sweep(const ReplaySetup& setup) {
+  DS_CHECK(setup.gpus >= 1, "replay: --gpus must be >= 1, got {}", setup.gpus);
+  DS_CHECK(!setup.concurrency.empty(), "replay: empty concurrency list");
+  DS_CHECK(setup.duration_s > 0, "replay: --duration must be > 0 s, got {}", setup.duration_s);
+  DS_CHECK(setup.kv_budget_tokens >= 0, "replay: --kv-budget-tokens must be >= 0, got {}",
+           setup.kv_budget_tokens);
+  PreparedSweep sw;
+  sw.model = ModelProfile::load(setup.model);
+  sw.hardware = HardwareProfile::load(setup.hardware);
+  PlanOptions po;
+  po.gpus = setup.gpus;
+  po.tp = setup.gpus;
+  po.kv_dtype_bytes = setup.kv_dtype_bytes;
+  po.max_batched_tokens = setup.max_step_tokens;
+  sw.plan = make_plan(sw.model, sw.hardware, po);
+  DS_CHECK(sw.plan.fits || setup.kv_budget_tokens > 0,
+           "replay: model '{}' does not fit on {} x {} (no KV budget left); try more --gpus",
+           setup.model, setup.gpus, setup.hardware);
+  CostOptions co;
+  co.tp = setup.gpus;
+  co.kv_dtype_bytes = setup.kv_dtype_bytes;
+  sw.cost = std::make_unique<CostModel>(sw.model, sw.hardware, co);
+  auto variants = setup.variants.empty() ? default_variants() : setup.variants;
+  for (const auto& v : variants) {
+    CacheConfig cache = make_cache_config(setup, v, sw.model, sw.hardware, sw.plan);
+    for (int c : setup.concurrency) {
+      DS_CHECK(c >= 1, "replay: concurrency values must be >= 1, got {}", c);
+      ReplayConfig rc;
+      rc.label = v.label;
+      rc.concurrency = c;
+      rc.seed = setup.seed;
+      rc.duration_s = setup.duration_s;
+      rc.gpus = setup.gpus;
+      rc.kv_budget_tokens = cache.tiers[0].capacity_bytes / cache.sizes.kv_bytes_per_token;
+      rc.scheduler = SchedulerConfig{.max_step_tokens = setup.max_step_tokens,
+                                     .max_running = setup.max_running};
+      rc.cache = cache;
+      rc.executor.seed = setup.seed;
+      sw.configs.push_back(std::move(rc));
+    }
+  }
+  return sw;
+}
+
+}  // namespace ds

@@ -1,0 +1,62 @@
+// Replay setup: turns user-level choices (model, hardware, GPUs, cache variants, concurrency list)
+// into the per-run ReplayConfigs of a sweep, using the memory planner for the device budget and
+// the model profile for cache sizes. One simulated node = one TP group of `gpus` GPUs; cache
+// sizes are per GPU (the MLA latent is replicated on every rank, KDA states are sharded).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "exec/cost_model.h"
+#include "exec/hardware_profile.h"
+#include "exec/model_profile.h"
+#include "exec/planner.h"
+#include "replay/replay.h"
+
+namespace ds {
+
+struct CacheVariant {
+  std::string label;                      // column name in reports
+  std::string retention = "interval:32768";
+  std::string eviction = "leaf-lru";
+  std::vector<std::string> tiers = {"hbm"};  // "hbm" then optionally "dram"
+};
+
+struct ReplaySetup {
+  std::string model = "kimi-k3";          // profile name or config.json path
+  std::string hardware = "b300";          // profile name or JSON path
+  int gpus = 8;                           // one TP group
+  int kv_dtype_bytes = 1;                 // fp8 MLA latent cache
+  std::vector<int> concurrency = {1, 2, 4, 8, 16, 24, 32};
+  std::vector<CacheVariant> variants;     // empty = default_variants()
+  int64_t kv_budget_tokens = 0;           // device tier in MLA-KV tokens; 0 = the planner's budget
+  double host_cache_fraction = 0.5;       // share of the per-GPU host DRAM given to the dram tier
+  uint64_t seed = 1;
+  double duration_s = 1200;               // virtual seconds per run
+  int64_t max_step_tokens = 8192;         // scheduler token budget per step
+  int max_running = 256;
+};
+
+// hbm (interval:32768), hbm+dram (same policy, DRAM second tier), semantic (Marconi-style, hbm).
+std::vector<CacheVariant> default_variants();
+
+struct PreparedSweep {
+  ModelProfile model;
+  HardwareProfile hardware;
+  MemoryPlan plan;
+  std::unique_ptr<CostModel> cost;
+  std::vector<ReplayConfig> configs;      // variant-major, then concurrency
+};
+
+// Loads the profiles, plans memory and builds one ReplayConfig per (variant, concurrency).
+// Throws ds::Error naming the bad option (unknown tier, model that does not fit, ...).
+PreparedSweep prepare_sweep(const ReplaySetup& setup);
+
+// The CacheConfig of one variant (exposed for tests).
+CacheConfig make_cache_config(const ReplaySetup& setup, const CacheVariant& variant,
+                              const ModelProfile& model, const HardwareProfile& hw,
+                              const MemoryPlan& plan);
+
+}  // namespace ds

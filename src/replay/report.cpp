@@ -1,0 +1,221 @@
+#include "replay/report.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "core/check.h"
+#include "replay/svg_plot.h"
+
+namespace ds {
+namespace {
+
+nlohmann::ordered_json run_json(const RunMetrics& r) {
+  nlohmann::ordered_json j;
+  j["label"] = r.label;
+  j["concurrency"] = r.concurrency;
+  j["retention"] = r.retention;
+  j["eviction"] = r.eviction;
+  j["tiers"] = r.tiers;
+  j["gpus"] = r.gpus;
+  j["kv_budget_tokens"] = r.kv_budget_tokens;
+  j["theoretical_hit_rate"] = r.theoretical_hit_rate;
+  j["realized_hit_rate"] = r.realized_hit_rate;
+  j["kv_reachable_rate"] = r.kv_reachable_rate;
+  j["hit_rate_by_tier"] = nlohmann::ordered_json::object();
+  for (const auto& [tier, rate] : r.hit_rate_by_tier) j["hit_rate_by_tier"][tier] = rate;
+  j["prompt_tokens"] = r.n_prompt_tokens;
+  j["state_reachable_tokens"] = r.n_hit_tokens;
+  j["kv_reachable_tokens"] = r.n_kv_reachable_tokens;
+  j["theoretical_hit_tokens"] = r.n_theoretical_hit_tokens;
+  j["ttft_p50_s"] = r.ttft_p50_s;
+  j["ttft_p90_s"] = r.ttft_p90_s;
+  j["ttft_p99_s"] = r.ttft_p99_s;
+  j["tpot_p50_s"] = r.tpot_p50_s;
+  j["interactivity_tok_s"] = r.interactivity_tok_s;
+  j["output_tok_s_per_gpu"] = r.output_tok_s_per_gpu;
+  j["elapsed_virtual_s"] = r.elapsed_virtual_s;
+  j["requests"] = r.n_requests;
+  j["warmup_requests"] = r.n_warmup_requests;
+  j["rejected_requests"] = r.n_rejected;
+  j["output_tokens"] = r.n_output_tokens;
+  j["steps"] = r.n_steps;
+  j["preemptions"] = r.n_preemptions;
+  j["checkpoints_created"] = r.checkpoints_created;
+  j["checkpoints_evicted"] = r.checkpoints_evicted;
+  j["peak_bytes_by_kind"] = nlohmann::ordered_json::object();
+  for (const auto& [kind, bytes] : r.peak_bytes_by_kind) j["peak_bytes_by_kind"][kind] = bytes;
+  return j;
+}
+
+std::string pct(double rate) { return fmt::format("{:.1f}", 100.0 * rate); }
+
+std::vector<std::string> labels_in_order(const std::vector<RunMetrics>& runs) {
+  std::vector<std::string> labels;
+  for (const auto& r : runs)
+    if (std::find(labels.begin(), labels.end(), r.label) == labels.end()) labels.push_back(r.label);
+  return labels;
+}
+
+void write_file(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream f(path, std::ios::binary);
+  DS_CHECK(f.good(), "cannot open '{}' for writing", path.string());
+  f << text;
+  DS_CHECK(f.good(), "cannot write '{}'", path.string());
+}
+
+}  // namespace
+
+std::string runs_json(const std::vector<RunMetrics>& runs) {
+  nlohmann::ordered_json doc;
+  doc["runs"] = nlohmann::ordered_json::array();
+  for (const auto& r : runs) doc["runs"].push_back(run_json(r));
+  return doc.dump(2) + "\n";
+}
+
+std::string runs_csv(const std::vector<RunMetrics>& runs) {
+  std::set<std::string> tiers;
+  for (const auto& r : runs)
+    for (const auto& [t, _] : r.hit_rate_by_tier) tiers.insert(t);
+  std::string out =
+      "label,concurrency,retention,eviction,tiers,gpus,kv_budget_tokens,theoretical_hit_rate,"
+      "realized_hit_rate,kv_reachable_rate";
+  for (const auto& t : tiers) out += ",hit_rate_" + t;
+  out +=
+      ",prompt_tokens,state_reachable_tokens,kv_reachable_tokens,ttft_p50_s,ttft_p90_s,"
+      "ttft_p99_s,tpot_p50_s,interactivity_tok_s,output_tok_s_per_gpu,elapsed_virtual_s,requests,"
+      "output_tokens,steps,preemptions,checkpoints_created,checkpoints_evicted\n";
+  for (const auto& r : runs) {
+    out += fmt::format("{},{},{},{},\"{}\",{},{},{:.6f},{:.6f},{:.6f}", r.label, r.concurrency,
+                       r.retention, r.eviction, r.tiers, r.gpus, r.kv_budget_tokens,
+                       r.theoretical_hit_rate, r.realized_hit_rate, r.kv_reachable_rate);
+    for (const auto& t : tiers) {
+      auto it = r.hit_rate_by_tier.find(t);
+      out += fmt::format(",{:.6f}", it == r.hit_rate_by_tier.end() ? 0.0 : it->second);
+    }
+    out += fmt::format(",{},{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.3f},{:.3f},{:.3f},{},{},{},{},{},{}\n",
+                       r.n_prompt_tokens, r.n_hit_tokens, r.n_kv_reachable_tokens, r.ttft_p50_s,
+                       r.ttft_p90_s, r.ttft_p99_s, r.tpot_p50_s, r.interactivity_tok_s,
+                       r.output_tok_s_per_gpu, r.elapsed_virtual_s, r.n_requests, r.n_output_tokens,
+                       r.n_steps, r.n_preemptions, r.checkpoints_created, r.checkpoints_evicted);
+  }
+  return out;
+}
+
+std::string runs_table(const std::vector<RunMetrics>& runs) {
+  std::string out = fmt::format(
+      "{:<16} {:>4} {:>6} {:>6} {:>6} {:>6} {:>6} {:>8} {:>8} {:>8} {:>7} {:>8} {:>7} {:>6} {:>6} "
+      "{:>5} {:>7}\n",
+      "config", "conc", "theo%", "hit%", "kv%", "hbm%", "host%", "ttft50", "ttft90", "ttft99",
+      "tpot50", "tok/s/g", "intact", "ckpt+", "ckpt-", "pre", "virt_s");
+  for (const auto& r : runs) {
+    double hbm = 0, host = 0;
+    for (const auto& [t, rate] : r.hit_rate_by_tier) (t == "hbm" ? hbm : host) += rate;
+    out += fmt::format(
+        "{:<16} {:>4} {:>6} {:>6} {:>6} {:>6} {:>6} {:>8.2f} {:>8.2f} {:>8.2f} {:>7.4f} {:>8.1f} "
+        "{:>7.1f} {:>6} {:>6} {:>5} {:>7.0f}\n",
+        r.label, r.concurrency, pct(r.theoretical_hit_rate), pct(r.realized_hit_rate),
+        pct(r.kv_reachable_rate), pct(hbm), pct(host), r.ttft_p50_s, r.ttft_p90_s, r.ttft_p99_s,
+        r.tpot_p50_s, r.output_tok_s_per_gpu, r.interactivity_tok_s, r.checkpoints_created,
+        r.checkpoints_evicted, r.n_preemptions, r.elapsed_virtual_s);
+  }
+  return out;
+}
+
+std::string runs_side_by_side(const std::vector<RunMetrics>& runs) {
+  auto labels = labels_in_order(runs);
+  std::map<std::pair<int, std::string>, const RunMetrics*> by_key;
+  std::set<int> concs;
+  for (const auto& r : runs) by_key[{r.concurrency, r.label}] = &r, concs.insert(r.concurrency);
+  std::string out = fmt::format("{:>4} {:>6}", "conc", "theo%");
+  for (const auto& l : labels) out += fmt::format(" | {:^26}", l);
+  out += fmt::format("\n{:>4} {:>6}", "", "");
+  for (size_t i = 0; i < labels.size(); ++i)
+    out += fmt::format(" | {:>6} {:>8} {:>10}", "hit%", "ttft50", "tok/s/gpu");
+  out += "\n";
+  for (int c : concs) {
+    double theo = 0;
+    for (const auto& l : labels)
+      if (auto it = by_key.find({c, l}); it != by_key.end()) theo = it->second->theoretical_hit_rate;
+    out += fmt::format("{:>4} {:>6}", c, pct(theo));
+    for (const auto& l : labels) {
+      auto it = by_key.find({c, l});
+      if (it == by_key.end()) {
+        out += fmt::format(" | {:>26}", "-");
+        continue;
+      }
+      const RunMetrics& r = *it->second;
+      out += fmt::format(" | {:>6} {:>8.2f} {:>10.1f}", pct(r.realized_hit_rate), r.ttft_p50_s,
+                         r.output_tok_s_per_gpu);
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+std::string hit_rate_plot_svg(const std::vector<RunMetrics>& runs) {
+  LineChart chart;
+  chart.title = "Prefix-cache hit rate vs concurrency";
+  chart.x_label = "concurrency (lanes)";
+  chart.y_label = "hit rate";
+  chart.x_log2 = true;
+  chart.y_max = 1.0;
+  for (const auto& label : labels_in_order(runs)) {
+    ChartSeries s;
+    s.name = label + " realized";
+    for (const auto& r : runs)
+      if (r.label == label && r.concurrency > 0) s.points.push_back({r.concurrency, r.realized_hit_rate});
+    chart.series.push_back(std::move(s));
+  }
+  ChartSeries theo;
+  theo.name = "theoretical";
+  std::set<int> seen;
+  for (const auto& r : runs)
+    if (r.concurrency > 0 && seen.insert(r.concurrency).second)
+      theo.points.push_back({r.concurrency, r.theoretical_hit_rate});
+  std::sort(theo.points.begin(), theo.points.end());
+  chart.series.push_back(std::move(theo));
+  return render_svg(chart);
+}
+
+std::string throughput_plot_svg(const std::vector<RunMetrics>& runs) {
+  LineChart chart;
+  chart.title = "Throughput per GPU vs interactivity";
+  chart.x_label = "interactivity (tok/s per user = 1/TPOT)";
+  chart.y_label = "output tok/s per GPU";
+  for (const auto& label : labels_in_order(runs)) {
+    ChartSeries s;
+    s.name = label;
+    for (const auto& r : runs) {
+      if (r.label != label) continue;
+      s.points.push_back({r.interactivity_tok_s, r.output_tok_s_per_gpu});
+      s.point_labels.push_back(fmt::format("c={}", r.concurrency));
+    }
+    chart.series.push_back(std::move(s));
+  }
+  return render_svg(chart);
+}
+
+std::vector<std::string> write_reports(const std::vector<RunMetrics>& runs, const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  DS_CHECK(!ec, "cannot create output directory '{}': {}", dir, ec.message());
+  std::vector<std::pair<std::string, std::string>> files = {
+      {"replay.json", runs_json(runs)},
+      {"replay.csv", runs_csv(runs)},
+      {"hit_rate.svg", hit_rate_plot_svg(runs)},
+      {"throughput.svg", throughput_plot_svg(runs)}};
+  std::vector<std::string> written;
+  for (const auto& [name, text] : files) {
+    auto path = std::filesystem::path(dir) / name;
+    write_file(path, text);
+    written.push_back(path.string());
+  }
+  return written;
+}
+
+}  // namespace ds

@@ -1,0 +1,100 @@
+#include "runner/logits_job.h"
+
+#include <cctype>
+#include <charconv>
+#include <fstream>
+#include <sstream>
+
+#include "core/check.h"
+#include "kernels/cpu/argmax.h"
+#include "model/safetensors.h"
+
+namespace ds {
+
+LogitsJobResult run_logits_job(const ModelRunner& runner, const std::vector<int32_t>& tokens,
+                               int n_decode) {
+  DS_CHECK(!tokens.empty(), "logits: the prompt has no tokens");
+  DS_CHECK(n_decode >= 0, "logits: --decode {} must be >= 0", n_decode);
+  LogitsJobResult r;
+  r.vocab = runner.config().vocab_size;
+  SequenceState st = runner.new_sequence();
+  ForwardBatch b;
+  b.seqs.push_back({tokens, &st, LogitsWant::All, {}});
+  r.logits = std::move(runner.forward(b).logits[0]);
+  const float* last = r.logits.data() + (int64_t(tokens.size()) - 1) * r.vocab;
+  int32_t next = int32_t(argmax(last, r.vocab));
+  for (int j = 0; j < n_decode; ++j) {
+    r.decode_tokens.push_back(next);
+    ForwardBatch step;
+    step.seqs.push_back({std::span<const int32_t>(&r.decode_tokens.back(), 1), &st, LogitsWant::Last, {}});
+    const std::vector<float> l = std::move(runner.forward(step).logits[0]);
+    r.decode_logits.insert(r.decode_logits.end(), l.begin(), l.end());
+    next = int32_t(argmax(l.data(), r.vocab));
+  }
+  return r;
+}
+
+void write_logits_job(const std::string& path, const LogitsJobResult& r) {
+  const int64_t T = int64_t(r.logits.size()) / r.vocab, N = int64_t(r.decode_tokens.size());
+  std::vector<TensorToWrite> out;
+  out.push_back({"logits", DType::F32, {T, r.vocab}, r.logits.data()});
+  if (N > 0) {
+    out.push_back({"decode_tokens", DType::I32, {N}, r.decode_tokens.data()});
+    out.push_back({"decode_logits", DType::F32, {N, r.vocab}, r.decode_logits.data()});
+  }
+  write_safetensors(path, out);
+}
+
+std::vector<int32_t> greedy_generate(const ModelRunner& runner, const std::vector<int32_t>& tokens,
+                                     int max_new, bool stop_at_eos) {
+  DS_CHECK(!tokens.empty(), "generate: the prompt has no tokens");
+  DS_CHECK(max_new >= 0, "generate: --max-tokens {} must be >= 0", max_new);
+  const int64_t vocab = runner.config().vocab_size;
+  SequenceState st = runner.new_sequence();
+  std::vector<int32_t> out;
+  std::vector<int32_t> feed = tokens;
+  while (int(out.size()) < max_new) {
+    ForwardBatch b;
+    b.seqs.push_back({feed, &st, LogitsWant::Last, {}});
+    const std::vector<float> l = runner.forward(b).logits[0];
+    const int32_t next = int32_t(argmax(l.data(), vocab));
+    out.push_back(next);
+    if (stop_at_eos && next == runner.config().eos_token_id) break;
+    feed.assign(1, next);
+  }
+  return out;
+}
+
+std::vector<int32_t> parse_token_list(const std::string& text, const std::string& source) {
+  std::vector<int32_t> ids;
+  size_t i = 0, line = 1;
+  while (i < text.size()) {
+    const char ch = text[i];
+    if (ch == ',' || std::isspace(static_cast<unsigned char>(ch))) {
+      line += ch == '\n';
+      ++i;
+      continue;
+    }
+    size_t j = i;
+    while (j < text.size() && text[j] != ',' && !std::isspace(static_cast<unsigned char>(text[j]))) ++j;
+    const std::string word = text.substr(i, j - i);
+    int64_t v = 0;
+    const auto [ptr, ec] = std::from_chars(word.data(), word.data() + word.size(), v);
+    if (ec != std::errc() || ptr != word.data() + word.size() || v < 0 || v > INT32_MAX)
+      fail("{}: line {}: `{}` is not a token id (a non-negative integer)", source, line, word);
+    ids.push_back(int32_t(v));
+    i = j;
+  }
+  DS_CHECK(!ids.empty(), "{}: no token ids", source);
+  return ids;
+}
+
+std::vector<int32_t> read_token_file(const std::string& path) {
+  std::ifstream f(path);
+  DS_CHECK(f.good(), "cannot open token file {}", path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return parse_token_list(ss.str(), path);
+}
+
+}  // namespace ds

@@ -1,0 +1,38 @@
+// LogitsJob: what `deltaserve logits` / `deltaserve generate` compute, as library functions so
+// tests call exactly the CLI's code path. Decode semantics (fixture `decode` case):
+// decode_tokens[0] = argmax(last prompt logits); decode_logits[j] = logits after feeding
+// decode_tokens[j]; decode_tokens[j+1] = argmax(decode_logits[j]).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runner/model_runner.h"
+
+namespace ds {
+
+struct LogitsJobResult {
+  int64_t vocab = 0;
+  std::vector<float> logits;           // f32 [T, vocab] for every prompt position
+  std::vector<int32_t> decode_tokens;  // I32 [N]
+  std::vector<float> decode_logits;    // f32 [N, vocab]
+};
+
+// Prefills `tokens` in one call (all logits), then greedily decodes n_decode tokens one by one.
+LogitsJobResult run_logits_job(const ModelRunner& runner, const std::vector<int32_t>& tokens,
+                               int n_decode);
+
+// Writes `logits` F32 [T, vocab] and, when N > 0, `decode_tokens` I32 [N] and `decode_logits`
+// F32 [N, vocab] to a safetensors file.
+void write_logits_job(const std::string& path, const LogitsJobResult& r);
+
+// Greedy generation: prefill, then up to max_new tokens (stops after eos_token_id when stop_at_eos).
+std::vector<int32_t> greedy_generate(const ModelRunner& runner, const std::vector<int32_t>& tokens,
+                                     int max_new, bool stop_at_eos);
+
+// Token ids from "1,2,3" (commas and/or whitespace) or from a file with one id per line.
+std::vector<int32_t> parse_token_list(const std::string& text, const std::string& source);
+std::vector<int32_t> read_token_file(const std::string& path);
+
+}  // namespace ds

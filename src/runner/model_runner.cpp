@@ -1,0 +1,350 @@
+#include "runner/model_runner.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/check.h"
+#include "kernels/cpu/linear.h"
+#include "kernels/cpu/norm.h"
+#include "layers/attn_res.h"
+#include "layers/latent_moe.h"
+#include "model/weights.h"
+
+namespace ds {
+namespace {
+
+// The mapped checkpoint and the typed views into it; the runner's WeightViews point into it.
+struct LoadedCheckpoint {
+  Checkpoint ck;
+  ModelWeights w;
+};
+
+WeightView view2d(const TensorRef& t) {
+  DS_CHECK(t.dtype == DType::F32 || t.dtype == DType::BF16,
+           "tensor {} has dtype {}; the CPU linear kernels take F32 or BF16", t.name, dtype_name(t.dtype));
+  DS_CHECK(t.shape.size() >= 1 && t.shape[0] > 0, "tensor {} has shape {}, expected a matrix", t.name,
+           t.shape_str());
+  return WeightView{t.data, t.dtype, t.shape[0], t.numel() / t.shape[0]};
+}
+
+WeightView view2d(const LinearWeight& w) {
+  DS_CHECK(!w.is_mxfp4(), "tensor {} is MXFP4; the CPU forward does not dequantise MXFP4 yet",
+           w.weight.name);
+  return view2d(w.weight);
+}
+
+// Small parameter (norm weight, conv taps, bias) as f32, first n values (n < 0: all).
+std::vector<float> to_f32(const TensorRef& t, int64_t n = -1) {
+  const int64_t count = n < 0 ? t.numel() : n;
+  DS_CHECK(count <= t.numel(), "tensor {} has {} values, need {}", t.name, t.numel(), count);
+  std::vector<float> out(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i) {
+    switch (t.dtype) {
+      case DType::F32: std::memcpy(&out[size_t(i)], t.data + 4 * i, 4); break;
+      case DType::BF16: out[size_t(i)] = bf16_to_f32(uint16_t(t.data[2 * i] | t.data[2 * i + 1] << 8)); break;
+      case DType::F16: out[size_t(i)] = f16_to_f32(uint16_t(t.data[2 * i] | t.data[2 * i + 1] << 8)); break;
+      default: fail("tensor {} has dtype {}; expected F32, BF16 or F16", t.name, dtype_name(t.dtype));
+    }
+  }
+  return out;
+}
+
+SituParams situ_params(const ModelConfig& cfg) { return SituParams{cfg.situ_beta, cfg.situ_linear_beta}; }
+
+GluMlp glu(const DenseMlpWeights& w, const ModelConfig& cfg) {
+  return GluMlp{view2d(w.gate_proj), view2d(w.up_proj), view2d(w.down_proj), cfg.act, situ_params(cfg)};
+}
+
+KdaParams kda_params(const ModelConfig& cfg, const KdaWeights& w) {
+  const bool full = cfg.kda.full_rank_output_gate;  // K3 g_proj, else low-rank g_a/g_b
+  DS_CHECK(full ? bool(w.g_proj) : (w.g_a_proj && w.g_b_proj), "kda layer {}: no {} output gate", w.q_proj.name,
+           full ? "full-rank g_proj" : "low-rank g_a_proj/g_b_proj");
+  KdaParams p{view2d(w.q_proj), view2d(w.k_proj), view2d(w.v_proj), view2d(w.f_a_proj),
+              view2d(w.f_b_proj), view2d(w.b_proj), full ? WeightView{} : view2d(*w.g_a_proj),
+              full ? WeightView{} : view2d(*w.g_b_proj), view2d(w.o_proj), to_f32(w.q_conv),
+              to_f32(w.k_conv), to_f32(w.v_conv), to_f32(w.a_log, cfg.kda.n_head), to_f32(w.dt_bias),
+              to_f32(w.o_norm)};
+  if (full) p.g_proj = view2d(*w.g_proj);
+  return p;
+}
+
+MlaParams mla_params(const MlaWeights& w) {
+  MlaParams p;
+  if (w.q_proj) p.q_proj = view2d(*w.q_proj);
+  if (w.q_a_proj) p.q_a = view2d(*w.q_a_proj);
+  if (w.q_b_proj) p.q_b = view2d(*w.q_b_proj);
+  if (w.q_a_layernorm) p.q_a_norm = to_f32(*w.q_a_layernorm);
+  p.kv_a = view2d(w.kv_a_proj);
+  p.kv_a_norm = to_f32(w.kv_a_layernorm);
+  p.kv_b = view2d(w.kv_b_proj);
+  if (w.g_proj) p.g_proj = view2d(*w.g_proj);
+  p.o_proj = view2d(w.o_proj);
+  return p;
+}
+
+MoeParams moe_params(const ModelConfig& cfg, const MoeWeights& w) {
+  DS_CHECK(!w.latent_down && !w.latent_up, "moe {}: LatentMoE is not supported by the CPU forward yet",
+           w.gate.name);
+  MoeParams p;
+  p.router = view2d(w.gate);
+  p.correction_bias = to_f32(w.e_score_correction_bias);
+  for (const ExpertWeights& e : w.experts)
+    p.experts.push_back(GluMlp{view2d(e.w1), view2d(e.w3), view2d(e.w2), cfg.act, situ_params(cfg)});
+  if (w.shared) p.shared = glu(*w.shared, cfg);
+  return p;
+}
+
+// K3 MoE blocks (LatentMoE and/or MXFP4 routed experts) run in LatentMoeLayer (model-spec §7.4).
+bool needs_latent_moe(const MoeWeights& w) {
+  return w.latent_down || w.latent_up ||
+         std::any_of(w.experts.begin(), w.experts.end(), [](const ExpertWeights& e) {
+           return e.w1.is_mxfp4() || e.w2.is_mxfp4() || e.w3.is_mxfp4();
+         });
+}
+
+ExpertLinear expert_linear(const LinearWeight& w) {
+  ExpertLinear e;
+  if (w.is_mxfp4())
+    e.mxfp4 = Mxfp4View{w.weight.data, w.scale->data, w.out, w.in};
+  else
+    e.dense = view2d(w.weight);
+  return e;
+}
+
+LatentMoeParams latent_moe_params(const MoeWeights& w) {
+  LatentMoeParams p;
+  p.router = view2d(w.gate);
+  p.correction_bias = to_f32(w.e_score_correction_bias);
+  if (w.latent_down) p.latent_down = view2d(*w.latent_down);
+  if (w.latent_up) p.latent_up = view2d(*w.latent_up);
+  if (w.latent_norm) p.latent_norm = to_f32(*w.latent_norm);
+  for (const ExpertWeights& e : w.experts)
+    p.experts.push_back(GluExpert{expert_linear(e.w1), expert_linear(e.w3), expert_linear(e.w2)});
+  if (w.shared)
+    p.shared.push_back(GluExpert{{view2d(w.shared->gate_proj), {}}, {view2d(w.shared->up_proj), {}},
+                                 {view2d(w.shared->down_proj), {}}});
+  return p;
+}
+
+// Folded AttnRes queries (model-spec §7.2): q = res_norm.weight ⊙ res_proj.weight, per sublayer.
+AttnResQueries attn_res_queries(const ModelConfig& cfg, const ModelWeights& w) {
+  AttnResQueries q;
+  q.n_layer = cfg.n_layer, q.hidden = cfg.hidden;
+  auto fold = [](const std::optional<AttnResWeights>& r, const char* what, int layer) {
+    DS_CHECK(r.has_value(), "attn_res_block_size is set but layer {} has no {} weights", layer, what);
+    return fold_attn_res_query(to_f32(r->norm), to_f32(r->proj));
+  };
+  for (int l = 0; l < cfg.n_layer; ++l) {
+    const auto a = fold(w.layers[size_t(l)].attn_res, "self_attention_res", l);
+    const auto m = fold(w.layers[size_t(l)].mlp_res, "mlp_res", l);
+    q.attn.insert(q.attn.end(), a.begin(), a.end());
+    q.mlp.insert(q.mlp.end(), m.begin(), m.end());
+  }
+  q.out = fold(w.output_res, "output_attn_res", cfg.n_layer);
+  q.validate();
+  return q;
+}
+
+}  // namespace
+
+struct ModelRunner::Block {
+  LayerKind kind = LayerKind::Kda;
+  std::vector<float> input_norm;  // f32 [D]
+  std::vector<float> post_norm;   // f32 [D]
+  std::unique_ptr<KdaLayer> kda;
+  std::unique_ptr<MlaLayer> mla;
+  std::unique_ptr<MoeLayer> moe;  // MoE FFN, or
+  std::unique_ptr<LatentMoeLayer> latent_moe;  // K3 LatentMoE / MXFP4-expert FFN, or
+  GluMlp mlp;                     // dense FFN when moe is null
+};
+
+ModelRunner::~ModelRunner() = default;
+
+std::unique_ptr<ModelRunner> ModelRunner::load(const std::string& dir, RunnerOptions opt) {
+  std::unique_ptr<ModelRunner> r(new ModelRunner());
+  r->cfg_ = ModelConfig::load(dir);
+  r->opt_ = opt;
+  const ModelConfig& cfg = r->cfg_;
+  auto loaded = std::make_shared<LoadedCheckpoint>(
+      LoadedCheckpoint{Checkpoint::open(dir, cfg.multimodal_wrapper ? "language_model." : ""), {}});
+  loaded->w = ModelWeights::bind(cfg, loaded->ck);
+  const ModelWeights& w = loaded->w;
+  r->embed_ = view2d(w.embed);
+  r->lm_head_ = view2d(w.lm_head);
+  r->final_norm_ = to_f32(w.final_norm);
+  for (int l = 0; l < cfg.n_layer; ++l) {
+    const LayerWeights& lw = w.layers[size_t(l)];
+    auto b = std::make_unique<Block>();
+    b->kind = cfg.layer_kind[size_t(l)];
+    b->input_norm = to_f32(lw.input_layernorm);
+    b->post_norm = to_f32(lw.post_attention_layernorm);
+    if (b->kind == LayerKind::Kda)
+      b->kda = std::make_unique<KdaLayer>(cfg.kda, cfg.rms_norm_eps, cfg.hidden, kda_params(cfg, *lw.kda), opt.kda);
+    else
+      b->mla = std::make_unique<MlaLayer>(cfg.mla, cfg.hidden, mla_params(*lw.mla));
+    if (lw.moe && needs_latent_moe(*lw.moe)) {
+      b->latent_moe = std::make_unique<LatentMoeLayer>(
+          cfg.moe, GluActivation{cfg.act, situ_params(cfg)}, cfg.rms_norm_eps, latent_moe_params(*lw.moe));
+    } else if (lw.moe) {
+      b->moe = std::make_unique<MoeLayer>(cfg.moe, moe_params(cfg, *lw.moe));
+    } else {
+      DS_CHECK(lw.mlp.has_value(), "{}: layer {} has neither an MoE nor a dense MLP", dir, l);
+      b->mlp = glu(*lw.mlp, cfg);
+      b->mlp.validate("dense mlp");
+    }
+    r->blocks_.push_back(std::move(b));
+  }
+  if (cfg.attn_res_block_size > 0) r->attn_res_ = attn_res_queries(cfg, w);
+  r->keep_alive_ = std::move(loaded);
+  return r;
+}
+
+void ModelRunner::validate(const ForwardBatch& batch) const {
+  DS_CHECK(!batch.seqs.empty(), "forward: empty batch");
+  for (size_t s = 0; s < batch.seqs.size(); ++s) {
+    const SequenceInput& in = batch.seqs[s];
+    DS_CHECK(in.state != nullptr, "forward: sequence {} has no state", s);
+    DS_CHECK(!in.tokens.empty(), "forward: sequence {} has no new tokens", s);
+    DS_CHECK(in.state->kda.size() == size_t(cfg_.n_layer) && in.state->mla.size() == size_t(cfg_.n_layer),
+             "forward: sequence {} state was not made for this model", s);
+    for (size_t t = 0; t < in.tokens.size(); ++t)
+      DS_CHECK(in.tokens[t] >= 0 && in.tokens[t] < cfg_.vocab_size,
+               "forward: sequence {} token {} = {} is outside the vocabulary [0, {})", s, t,
+               in.tokens[t], cfg_.vocab_size);
+    int64_t prev = in.state->n_tokens;
+    for (int64_t p : in.emit_state_at) {
+      DS_CHECK(p > prev && p <= in.state->n_tokens + int64_t(in.tokens.size()),
+               "forward: sequence {} checkpoint position {} not in ({}, {}] or not ascending", s, p,
+               prev, in.state->n_tokens + int64_t(in.tokens.size()));
+      prev = p;
+    }
+    for (size_t o = 0; o < s; ++o)
+      DS_CHECK(batch.seqs[o].state != in.state, "forward: sequences {} and {} share one state", o, s);
+  }
+}
+
+// The token mixer of one layer on its normed input n f32 [T, D] -> y f32 [T, D].
+void ModelRunner::run_mixer(int layer, const ForwardBatch& batch, const LayerBatch& lb, const float* n,
+                            float* y, std::vector<std::vector<std::vector<KdaState>>>& emitted) const {
+  const Block& blk = *blocks_[size_t(layer)];
+  const int n_seq = lb.n_seq();
+  if (blk.kind == LayerKind::Kda) {
+    std::vector<KdaSeqIO> io(static_cast<size_t>(n_seq));
+    std::vector<std::vector<int64_t>> rel(static_cast<size_t>(n_seq));
+    for (int s = 0; s < n_seq; ++s) {
+      const SequenceInput& in = batch.seqs[size_t(s)];
+      for (int64_t p : in.emit_state_at) rel[size_t(s)].push_back(p - in.state->n_tokens);
+      io[size_t(s)] = {&in.state->kda[size_t(layer)], rel[size_t(s)], &emitted[size_t(s)][size_t(layer)]};
+    }
+    blk.kda->forward(lb, io, n, y);
+  } else {
+    std::vector<MlaCache*> caches(static_cast<size_t>(n_seq));
+    for (int s = 0; s < n_seq; ++s) caches[size_t(s)] = &batch.seqs[size_t(s)].state->mla[size_t(layer)];
+    blk.mla->forward(lb, caches, n, y, opt_.mla_mode);
+  }
+}
+
+// The FFN of one layer (dense MLP, MoE or LatentMoE) on its normed input n f32 [T, D] -> y.
+void ModelRunner::run_ffn(int layer, const float* n, int64_t T, float* y) const {
+  const Block& blk = *blocks_[size_t(layer)];
+  if (blk.latent_moe)
+    blk.latent_moe->forward(n, T, y);
+  else if (blk.moe)
+    blk.moe->forward(n, T, y);
+  else
+    blk.mlp.forward(n, T, y);
+}
+
+// Pre-norm residual wrapper (model-spec §3.7): x += Mixer(norm_in(x)); x += FFN(norm_post(x)).
+void ModelRunner::run_block(int layer, const ForwardBatch& batch, const LayerBatch& lb, float* x,
+                            std::vector<std::vector<std::vector<KdaState>>>& emitted) const {
+  const Block& blk = *blocks_[size_t(layer)];
+  const int64_t T = lb.n_tokens(), D = cfg_.hidden;
+  std::vector<float> n(size_t(T * D)), y(size_t(T * D));
+  rmsnorm(x, T, D, blk.input_norm.data(), cfg_.rms_norm_eps, n.data());
+  run_mixer(layer, batch, lb, n.data(), y.data(), emitted);
+  for (int64_t i = 0; i < T * D; ++i) x[i] += y[i];
+  rmsnorm(x, T, D, blk.post_norm.data(), cfg_.rms_norm_eps, n.data());
+  run_ffn(layer, n.data(), T, y.data());
+  for (int64_t i = 0; i < T * D; ++i) x[i] += y[i];
+}
+
+// K3 Block Attention Residuals (model-spec §7.2): each sublayer reads a depth-softmax over the
+// committed blocks and the partial sum P, and adds its output to P.
+void ModelRunner::run_block_attn_res(int layer, const ForwardBatch& batch, const LayerBatch& lb,
+                                     AttnResStream& st,
+                                     std::vector<std::vector<std::vector<KdaState>>>& emitted) const {
+  const Block& blk = *blocks_[size_t(layer)];
+  const int64_t T = lb.n_tokens(), D = cfg_.hidden;
+  std::vector<float> h(size_t(T * D)), y(size_t(T * D));
+  st.attn_input(layer, h.data());
+  rmsnorm(h.data(), T, D, blk.input_norm.data(), cfg_.rms_norm_eps, h.data());
+  run_mixer(layer, batch, lb, h.data(), y.data(), emitted);
+  st.add_attn_output(layer, y.data());
+  st.mlp_input(layer, h.data());
+  rmsnorm(h.data(), T, D, blk.post_norm.data(), cfg_.rms_norm_eps, h.data());
+  run_ffn(layer, h.data(), T, y.data());
+  st.add_mlp_output(layer, y.data());
+}
+
+ForwardResult ModelRunner::forward(const ForwardBatch& batch) const {
+  validate(batch);
+  const int64_t D = cfg_.hidden, V = cfg_.vocab_size;
+  const int n_seq = int(batch.seqs.size());
+  LayerBatch lb;
+  for (const SequenceInput& in : batch.seqs) lb.add(int64_t(in.tokens.size()));
+  const int64_t T = lb.n_tokens();
+
+  std::vector<float> x(size_t(T * D));  // f32 [T, D] residual stream
+  for (int s = 0; s < n_seq; ++s)
+    for (int64_t i = 0; i < lb.len(s); ++i)
+      weight_rows_to_f32(embed_, batch.seqs[size_t(s)].tokens[size_t(i)], 1, x.data() + (lb.begin(s) + i) * D);
+
+  ForwardResult r;
+  // emitted[s][layer] = KDA states at the requested positions of sequence s.
+  std::vector<std::vector<std::vector<KdaState>>> emitted(
+      size_t(n_seq), std::vector<std::vector<KdaState>>(size_t(cfg_.n_layer)));
+  if (cfg_.attn_res_block_size > 0) {
+    // The layers pass the partial block sum P (captured as the layer output); the final mixer
+    // over the committed blocks and P feeds the final norm.
+    AttnResStream st(attn_res_, cfg_.attn_res_block_size, cfg_.rms_norm_eps, opt_.attn_res_mode);
+    st.start(x.data(), T);
+    for (int l = 0; l < cfg_.n_layer; ++l) {
+      run_block_attn_res(l, batch, lb, st, emitted);
+      if (batch.capture_layer_outputs) r.layer_outputs.emplace_back(st.partial(), st.partial() + T * D);
+    }
+    st.final_output(x.data());
+  } else {
+    for (int l = 0; l < cfg_.n_layer; ++l) {
+      run_block(l, batch, lb, x.data(), emitted);
+      if (batch.capture_layer_outputs) r.layer_outputs.push_back(x);
+    }
+  }
+
+  r.logits.resize(size_t(n_seq));
+  r.checkpoints.resize(size_t(n_seq));
+  std::vector<float> h;
+  for (int s = 0; s < n_seq; ++s) {
+    const SequenceInput& in = batch.seqs[size_t(s)];
+    const int64_t n = lb.len(s);
+    const int64_t first = in.logits == LogitsWant::All ? 0 : n - 1;
+    const int64_t rows = in.logits == LogitsWant::None ? 0 : n - first;
+    h.resize(size_t(rows * D));
+    rmsnorm(x.data() + (lb.begin(s) + first) * D, rows, D, final_norm_.data(), cfg_.rms_norm_eps, h.data());
+    r.logits[size_t(s)].resize(size_t(rows * V));
+    linear(h.data(), rows, lm_head_, r.logits[size_t(s)].data());
+    for (size_t e = 0; e < in.emit_state_at.size(); ++e) {
+      KdaCheckpoint cp;
+      cp.n_tokens = in.emit_state_at[e];
+      cp.kda.resize(size_t(cfg_.n_layer));
+      for (int l = 0; l < cfg_.n_layer; ++l)
+        if (cfg_.layer_kind[size_t(l)] == LayerKind::Kda)
+          cp.kda[size_t(l)] = std::move(emitted[size_t(s)][size_t(l)][e]);
+      r.checkpoints[size_t(s)].push_back(std::move(cp));
+    }
+    in.state->n_tokens += n;
+  }
+  return r;
+}
+
+}  // namespace ds

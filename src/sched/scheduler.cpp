@@ -1,0 +1,212 @@
+#include "sched/scheduler.h"
+
+#include <algorithm>
+
+#include "core/check.h"
+
+namespace ds {
+
+Scheduler::Scheduler(const SchedulerConfig& config, HybridCache& cache)
+    : config_(config), cache_(cache), page_tokens_(cache.config().page_tokens) {
+  DS_CHECK(config.max_step_tokens >= 1, "scheduler: max_step_tokens must be >= 1, got {}",
+           config.max_step_tokens);
+  DS_CHECK(config.max_running >= 1, "scheduler: max_running must be >= 1, got {}",
+           config.max_running);
+}
+
+void Scheduler::add(Request request) {
+  DS_CHECK(!request.tokens.empty(), "request {}: empty prompt", request.id);
+  DS_CHECK(request.max_output_tokens >= 1, "request {}: max_output_tokens must be >= 1, got {}",
+           request.id, request.max_output_tokens);
+  request.n_prompt_tokens = request.n_tokens();
+  request.n_computed_tokens = 0;
+  request.n_output_tokens = 0;
+  request.status = RequestStatus::waiting;
+  waiting_.push_back(std::make_unique<Request>(std::move(request)));
+}
+
+SchedulePlan Scheduler::step() {
+  SchedulePlan plan;
+  plan.step_index = ++step_index_;
+  int64_t budget = config_.max_step_tokens;
+  schedule_running(plan, budget);
+  admit_waiting(plan, budget);
+  build_plan(plan);
+  plan.preempted = std::move(pending_preempted_);
+  pending_preempted_.clear();
+  return plan;
+}
+
+// Running requests, oldest first: one token for a decode, a budget-limited chunk for a prefill.
+// Growth is reserved in the cache; on failure the newest running requests are preempted.
+void Scheduler::schedule_running(SchedulePlan& plan, int64_t& budget) {
+  for (auto& slot : running_) slot.n_new = 0;
+  for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
+    Slot& slot = running_[i];
+    int64_t n_new = std::min(slot.req->n_tokens() - slot.req->n_computed_tokens, budget);
+    if (!preempt_if_needed(i, slot.req->n_computed_tokens + n_new)) {
+      preempt_last();  // slot i is the newest: preempt it and stop
+      break;
+    }
+    slot.n_new = n_new;
+    budget -= n_new;
+  }
+}
+
+// Reserves pages for running_[index] up to n_total tokens, preempting running requests newer than
+// it while the cache has no room. Returns false when no newer request is left to preempt.
+bool Scheduler::preempt_if_needed(size_t index, int64_t n_total) {
+  while (!cache_.reserve(running_[index].seq, n_total)) {
+    if (running_.size() - 1 <= index) return false;
+    preempt_last();
+  }
+  return true;
+}
+
+// Releases the newest running request for recompute: its cache sequence is aborted (committed
+// pages stay cached, so the re-admission usually hits them) and it goes back to the queue front.
+void Scheduler::preempt_last() {
+  Slot slot = std::move(running_.back());
+  running_.pop_back();
+  cache_.abort(slot.seq);
+  Request& req = *slot.req;
+  req.n_computed_tokens = 0;
+  req.status = RequestStatus::preempted;
+  ++req.n_preemptions;
+  ++n_preemptions_;
+  pending_preempted_.push_back(req.id);
+  waiting_.push_front(std::move(slot.req));
+}
+
+// Admits queued requests FCFS while the token budget and running slots last. A request that cannot
+// get cache room waits (head of line); one that cannot fit even with nothing else running is
+// rejected.
+void Scheduler::admit_waiting(SchedulePlan& plan, int64_t& budget) {
+  while (!waiting_.empty() && budget > 0 &&
+         static_cast<int64_t>(running_.size()) < config_.max_running) {
+    Request& req = *waiting_.front();
+    Slot slot;
+    if (!admit_one(req, slot)) {
+      if (running_.empty()) {
+        reject_head();
+        continue;
+      }
+      return;
+    }
+    int64_t n_new = std::min(req.n_tokens() - req.n_computed_tokens, budget);
+    if (!cache_.reserve(slot.seq, req.n_computed_tokens + n_new)) {
+      cache_.abort(slot.seq);
+      req.n_computed_tokens = 0;
+      if (running_.empty()) {
+        reject_head();
+        continue;
+      }
+      return;
+    }
+    slot.n_new = n_new;
+    slot.just_admitted = true;
+    slot.req = std::move(waiting_.front());
+    waiting_.pop_front();
+    slot.req->status = RequestStatus::running;
+    plan.admitted.push_back(slot.req->id);
+    budget -= n_new;
+    running_.push_back(std::move(slot));
+  }
+}
+
+// Cache admission for all tokens so far (prompt, plus sampled tokens after a preemption). A hit
+// covering every token is re-admitted one token shorter: the last token must be computed to sample.
+bool Scheduler::admit_one(Request& req, Slot& slot) {
+  std::span<const int32_t> all(req.tokens);
+  auto admission = cache_.admit(all);
+  if (admission && admission->hit.n_hit_tokens >= req.n_tokens()) {
+    cache_.abort(admission->seq);
+    admission = cache_.admit(all.first(all.size() - 1));
+  }
+  if (!admission) return false;
+  const CacheHit& hit = admission->hit;
+  slot.seq = admission->seq;
+  slot.host_load_bytes = hit.bytes_to_load;
+  slot.host_load_s = hit.load_s;
+  req.n_computed_tokens = hit.n_hit_tokens;
+  if (req.n_preemptions == 0) {  // hit statistics describe the first admission only
+    req.n_hit_tokens = std::min(hit.n_hit_tokens, req.n_prompt_tokens);
+    req.n_kv_hit_tokens = std::min(hit.n_kv_tokens, req.n_prompt_tokens);
+    req.n_host_hit_tokens = std::min(hit.n_hit_host_tokens, req.n_hit_tokens);
+  }
+  return true;
+}
+
+void Scheduler::reject_head() {
+  Request req = std::move(*waiting_.front());
+  waiting_.pop_front();
+  req.status = RequestStatus::aborted;
+  rejected_.push_back(std::move(req));
+}
+
+void Scheduler::build_plan(SchedulePlan& plan) {
+  for (const Slot& slot : running_) {
+    if (slot.n_new == 0) continue;
+    const Request& req = *slot.req;
+    ScheduledSeq s;
+    s.request_id = req.id;
+    s.seq = slot.seq;
+    s.begin = req.n_computed_tokens;
+    s.end = s.begin + slot.n_new;
+    s.tokens = std::span<const int32_t>(req.tokens).subspan(s.begin, slot.n_new);
+    s.checkpoint_positions = cache_.checkpoint_positions(slot.seq, s.begin, s.end);
+    s.restore_checkpoint = slot.just_admitted && s.begin > 0;
+    if (slot.just_admitted) {
+      s.host_load_bytes = slot.host_load_bytes;
+      s.host_load_s = slot.host_load_s;
+    }
+    s.samples = s.end == req.n_tokens();
+    plan.n_scheduled_tokens += s.n_tokens();
+    plan.seqs.push_back(std::move(s));
+  }
+}
+
+StepEvents Scheduler::apply(const SchedulePlan& plan, std::span<const int32_t> sampled_tokens) {
+  DS_CHECK(plan.step_index == step_index_ && applied_step_ != step_index_,
+           "scheduler: apply() got plan {} but the last unapplied step is {}", plan.step_index,
+           applied_step_ == step_index_ ? -1 : step_index_);
+  applied_step_ = step_index_;
+  StepEvents events;
+  events.rejected = std::move(rejected_);
+  rejected_.clear();
+  size_t n_sampled = 0, slot_i = 0;
+  std::vector<size_t> done;
+  for (const ScheduledSeq& s : plan.seqs) {
+    while (slot_i < running_.size() && running_[slot_i].req->id != s.request_id) ++slot_i;
+    DS_CHECK(slot_i < running_.size(), "scheduler: plan names request {} that is not running",
+             s.request_id);
+    Slot& slot = running_[slot_i];
+    Request& req = *slot.req;
+    slot.just_admitted = false;
+    slot.host_load_bytes = 0;
+    slot.host_load_s = 0;
+    req.n_computed_tokens = s.end;
+    // Only full pages are cached: commit prefill chunks, and decode steps that complete a page.
+    bool page_done = s.end / page_tokens_ != s.begin / page_tokens_;
+    if (s.n_tokens() > 1 || page_done || !s.checkpoint_positions.empty())
+      cache_.commit(slot.seq, req.tokens, req.n_computed_tokens);
+    if (!s.samples) continue;
+    DS_CHECK(n_sampled < sampled_tokens.size(), "scheduler: {} sampled tokens for step {}",
+             sampled_tokens.size(), plan.step_index);
+    req.tokens.push_back(sampled_tokens[n_sampled++]);
+    if (++req.n_output_tokens == 1) events.first_token.push_back(req.id);
+    if (req.done()) done.push_back(slot_i);
+  }
+  for (auto it = done.rbegin(); it != done.rend(); ++it) {
+    Slot& slot = running_[*it];
+    Request& req = *slot.req;
+    cache_.finish(slot.seq, std::span<const int32_t>(req.tokens).first(req.n_computed_tokens));
+    req.status = RequestStatus::finished;
+    events.finished.push_back(std::move(req));
+    running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(*it));
+  }
+  std::reverse(events.finished.begin(), events.finished.end());
+  return events;
+}
+
+}  // namespace ds

@@ -1,0 +1,323 @@
+// HybridCache scenarios with exact hit lengths and exact evictions (page = 4 tokens, 1 byte per KV
+// token, so a page is 4 bytes; checkpoints 4 bytes unless stated).
+#include <gtest/gtest.h>
+
+#include "cache/hybrid_cache.h"
+#include "cache_test_util.h"
+#include "core/check.h"
+
+namespace ds {
+namespace {
+
+using test::concat;
+using test::iota_tokens;
+using test::prefix;
+using test::run_request;
+using test::small_config;
+
+TEST(HybridCache, EveryBlockHitsLongestRestorablePrefix) {
+  HybridCache cache(small_config("every-block", "leaf-lru", 1 << 20));
+  const auto a = iota_tokens(100, 18), out = iota_tokens(500, 2);
+  const CacheHit first = run_request(cache, a, out);
+  EXPECT_EQ(first.n_hit_tokens, 0);
+  EXPECT_EQ(cache.stats().pages_inserted, 5);        // 20 tokens computed -> 5 full pages
+  EXPECT_EQ(cache.stats().checkpoints_created, 5);   // 4, 8, 12, 16 (prompt) and 20 (decode)
+
+  const CacheHit same = cache.match(a);  // at least one token is recomputed: pages inside [0, 17)
+  EXPECT_EQ(same.n_kv_tokens, 16);
+  EXPECT_EQ(same.n_hit_tokens, 16);
+  EXPECT_EQ(same.n_lost_tokens, 0);
+  const CacheHit next_turn = cache.match(concat(concat(a, out), iota_tokens(900, 5)));
+  EXPECT_EQ(next_turn.n_hit_tokens, 20);
+  const CacheHit diverged = cache.match(concat(prefix(a, 10), iota_tokens(700, 8)));
+  EXPECT_EQ(diverged.n_kv_tokens, 8);
+  EXPECT_EQ(diverged.n_hit_tokens, 8);
+  EXPECT_EQ(cache.match(iota_tokens(0, 30)).n_kv_tokens, 0);
+  EXPECT_EQ(same.n_hit_device_tokens, 16);
+  EXPECT_EQ(same.bytes_to_load, 0);
+}
+
+struct MultiTurnCase {
+  const char* retention;
+  int64_t hit, kv;
+};
+
+class MultiTurn : public ::testing::TestWithParam<MultiTurnCase> {};
+
+// Turn 2's prompt = turn 1's prompt (20) + output (6) + 10 new tokens. 24 tokens of KV exist.
+TEST_P(MultiTurn, NextPromptExtendsPreviousPromptAndOutput) {
+  const MultiTurnCase c = GetParam();
+  HybridCache cache(small_config(c.retention, "leaf-lru", 1 << 20));
+  const auto p1 = iota_tokens(0, 20), o1 = iota_tokens(1000, 6);
+  run_request(cache, p1, o1);
+  const auto p2 = concat(concat(p1, o1), iota_tokens(2000, 10));
+  const CacheHit h = run_request(cache, p2);
+  EXPECT_EQ(h.n_hit_tokens, c.hit);
+  EXPECT_EQ(h.n_kv_tokens, c.kv);
+  EXPECT_EQ(h.n_lost_tokens, c.kv - c.hit);
+  EXPECT_EQ(cache.stats().hit_tokens, c.hit);
+  EXPECT_EQ(cache.stats().lost_tokens, c.kv - c.hit);
+  EXPECT_EQ(cache.stats().prompt_tokens, 20 + 36);
+}
+
+INSTANTIATE_TEST_SUITE_P(Retention, MultiTurn,
+                         ::testing::Values(MultiTurnCase{"every-block", 24, 24},
+                                           MultiTurnCase{"interval:16", 20, 24},  // prompt end 20; no multiple of 16 in (20, 26]
+                                           MultiTurnCase{"prompt-end", 20, 24},
+                                           MultiTurnCase{"semantic", 24, 24},     // last decoded token (26 -> 24)
+                                           MultiTurnCase{"none", 0, 24}),
+                         [](const auto& info) {
+                           std::string n = info.param.retention;
+                           for (char& ch : n)
+                             if (ch == ':' || ch == '-') ch = '_';
+                           return n;
+                         });
+
+TEST(HybridCache, SemanticCheckpointsTheBranchPointOfASharedSystemPrompt) {
+  HybridCache cache(small_config("semantic", "leaf-lru", 1 << 20));
+  const auto sys = iota_tokens(0, 16);
+  const auto a = concat(sys, iota_tokens(100, 8)), b = concat(sys, iota_tokens(200, 8)),
+             c = concat(sys, iota_tokens(300, 8));
+  run_request(cache, a, iota_tokens(150, 4));  // decode-end checkpoint at 28 only
+  const CacheHit hb = cache.match(b);
+  EXPECT_EQ(hb.n_kv_tokens, 16);
+  EXPECT_EQ(hb.n_hit_tokens, 0);
+  EXPECT_EQ(hb.n_lost_tokens, 16);
+
+  auto adm = cache.admit(b);
+  ASSERT_TRUE(adm);
+  EXPECT_EQ(cache.checkpoint_positions(adm->seq, 0, 24), (std::vector<int64_t>{16}));  // the branch point
+  ASSERT_TRUE(cache.reserve(adm->seq, 24));
+  cache.commit(adm->seq, b, 24);
+  cache.finish(adm->seq, b);
+  cache.check_invariants();
+  EXPECT_EQ(cache.match(c).n_hit_tokens, 16);  // a third branch restores the shared prefix
+  EXPECT_EQ(cache.stats().checkpoints_created, 3);  // 28 (A end), 16 (branch), 24 (B end)
+}
+
+TEST(HybridCache, LeafLruEvictsTheOldestLeafFirstUnderPressure) {
+  // 6 pages of device memory, free checkpoints.
+  HybridCache cache(small_config("every-block", "leaf-lru", 24, -1, /*ckpt_bytes=*/0));
+  const auto x = iota_tokens(0, 9), y = iota_tokens(100, 9), z = iota_tokens(200, 13);
+  run_request(cache, x);  // 2 pages cached (partial third page dropped)
+  run_request(cache, y);  // 2 more
+  EXPECT_EQ(cache.stats().tiers[0].kv_bytes, 16);
+  run_request(cache, z);  // needs 4 pages: evicts x's two pages (oldest), leaf first
+  EXPECT_EQ(cache.match(x).n_kv_tokens, 0);
+  EXPECT_EQ(cache.match(y).n_hit_tokens, 8);
+  EXPECT_EQ(cache.match(z).n_hit_tokens, 12);
+  EXPECT_EQ(cache.stats().n_evictions(EvictReason::kv_dropped), 2);
+  EXPECT_EQ(cache.stats().pages_dropped, 2);
+  EXPECT_EQ(cache.stats().tiers[0].kv_bytes, 20);
+}
+
+// A and Y each cache 2 pages + checkpoints at 4 and 8 (16 bytes each). A is hit again at 8, which
+// refreshes A's pages and the checkpoint it consumed. Then one 4-byte unit must go.
+void consumed_vs_path_scenario(HybridCache& cache, const std::vector<int32_t>& a, const std::vector<int32_t>& y) {
+  run_request(cache, a);
+  run_request(cache, y);
+  EXPECT_EQ(run_request(cache, a).n_hit_tokens, 8);
+  auto z = cache.admit(iota_tokens(200, 5));
+  ASSERT_TRUE(z);
+  ASSERT_TRUE(cache.reserve(z->seq, 5));  // 2 pages, 4 bytes short
+  cache.check_invariants();
+}
+
+TEST(HybridCache, ConsumedStateLruDropsTheUnconsumedCheckpointKeepingKv) {
+  HybridCache cache(small_config("every-block", "consumed-state-lru", 36));
+  const auto a = iota_tokens(0, 9), y = iota_tokens(100, 9);
+  consumed_vs_path_scenario(cache, a, y);
+  EXPECT_EQ(cache.stats().n_evictions(EvictReason::checkpoint_dropped), 1);
+  EXPECT_EQ(cache.stats().n_evictions(EvictReason::kv_dropped), 0);
+  const CacheHit short_a = cache.match(concat(prefix(a, 5), iota_tokens(900, 4)));
+  EXPECT_EQ(short_a.n_kv_tokens, 4);  // A's checkpoint at 4 was never consumed: dropped, KV kept
+  EXPECT_EQ(short_a.n_hit_tokens, 0);
+  EXPECT_EQ(cache.match(a).n_hit_tokens, 8);
+  EXPECT_EQ(cache.match(y).n_hit_tokens, 8);
+}
+
+TEST(HybridCache, LeafLruDropsTheOldestLeafWithItsCheckpoint) {
+  HybridCache cache(small_config("every-block", "leaf-lru", 36));
+  const auto a = iota_tokens(0, 9), y = iota_tokens(100, 9);
+  consumed_vs_path_scenario(cache, a, y);
+  EXPECT_EQ(cache.stats().n_evictions(EvictReason::kv_dropped), 1);
+  EXPECT_EQ(cache.stats().n_evictions(EvictReason::checkpoint_dropped), 0);
+  EXPECT_EQ(cache.stats().checkpoints_dropped, 1);  // went with its page
+  EXPECT_EQ(cache.match(y).n_kv_tokens, 4);
+  EXPECT_EQ(cache.match(y).n_hit_tokens, 4);
+  EXPECT_EQ(cache.match(a).n_hit_tokens, 8);
+}
+
+struct ValueCase {
+  const char* eviction;
+  bool keeps_long;  // true: the long (32-token replay) checkpoint survives, the short one goes
+};
+
+class ValueEviction : public ::testing::TestWithParam<ValueCase> {};
+
+// X: 33-token prompt, checkpoint at 32 (replay 32). Y (newer): 5 tokens, checkpoint at 4 (replay 4).
+TEST_P(ValueEviction, ValueVersusRecency) {
+  const ValueCase c = GetParam();
+  HybridCache cache(small_config("prompt-end", c.eviction, 48));
+  const auto x = iota_tokens(0, 33), y = iota_tokens(100, 5);
+  run_request(cache, x);
+  run_request(cache, y);
+  EXPECT_EQ(cache.stats().tiers[0].total_bytes(), 44);
+  auto z = cache.admit(iota_tokens(200, 5));
+  ASSERT_TRUE(z);
+  ASSERT_TRUE(cache.reserve(z->seq, 5));
+  cache.check_invariants();
+  EXPECT_EQ(cache.stats().n_evictions(EvictReason::checkpoint_dropped), 1);
+  EXPECT_EQ(cache.match(x).n_kv_tokens, 32);
+  EXPECT_EQ(cache.match(x).n_hit_tokens, c.keeps_long ? 32 : 0);
+  EXPECT_EQ(cache.match(y).n_kv_tokens, 4);
+  EXPECT_EQ(cache.match(y).n_hit_tokens, c.keeps_long ? 0 : 4);
+  cache.abort(z->seq);
+  cache.check_invariants();
+}
+
+INSTANTIATE_TEST_SUITE_P(Policies, ValueEviction,
+                         ::testing::Values(ValueCase{"flop-per-byte:1000", true}, ValueCase{"flop-per-byte:0", false},
+                                           ValueCase{"seglen:0", true}, ValueCase{"seglen:1", false}),
+                         [](const auto& info) {
+                           std::string n = info.param.eviction;
+                           for (char& ch : n)
+                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           return n;
+                         });
+
+TEST(HybridCache, DeviceEvictionDemotesToHostAndHostHitReportsBytesToLoad) {
+  HybridCache cache(small_config("prompt-end", "leaf-lru", 16, 100));
+  const auto a = iota_tokens(0, 9), b = iota_tokens(100, 9);
+  run_request(cache, a);  // 2 pages + checkpoint at 8 = 12 bytes on the device
+  run_request(cache, b);  // pushes both of A's pages (and its checkpoint) to the host
+  EXPECT_EQ(cache.stats().n_evictions(EvictReason::kv_demoted), 2);
+  EXPECT_EQ(cache.stats().n_evictions(EvictReason::kv_dropped), 0);
+  EXPECT_EQ(cache.stats().tiers[1].kv_bytes, 8);
+  EXPECT_EQ(cache.stats().tiers[1].checkpoint_bytes, 4);
+
+  const CacheHit h = cache.match(a);
+  EXPECT_EQ(h.n_hit_tokens, 8);
+  EXPECT_EQ(h.n_hit_host_tokens, 8);
+  EXPECT_EQ(h.n_hit_device_tokens, 0);
+  EXPECT_TRUE(h.checkpoint_on_host);
+  EXPECT_EQ(h.bytes_to_load, 12);
+  EXPECT_DOUBLE_EQ(h.load_s, 0.12);  // 12 bytes at 100 B/s
+
+  const CacheHit again = run_request(cache, a);  // promotes A's pages, demotes B's leaf
+  EXPECT_EQ(again.n_hit_host_tokens, 8);
+  EXPECT_EQ(cache.stats().pages_promoted, 2);
+  EXPECT_EQ(cache.stats().tiers[1].hit_tokens, 8);
+  EXPECT_EQ(cache.stats().loaded_bytes, 12);
+  EXPECT_EQ(cache.match(a).n_hit_device_tokens, 8);
+  EXPECT_EQ(cache.match(b).n_hit_tokens, 8);  // still reachable, partly from the host
+}
+
+TEST(HybridCache, WithoutHostTierEvictionDrops) {
+  HybridCache cache(small_config("prompt-end", "leaf-lru", 16));
+  run_request(cache, iota_tokens(0, 9));
+  run_request(cache, iota_tokens(100, 9));
+  EXPECT_EQ(cache.stats().n_evictions(EvictReason::kv_dropped), 2);
+  EXPECT_EQ(cache.match(iota_tokens(0, 9)).n_kv_tokens, 0);
+}
+
+TEST(HybridCache, LockedEntriesAreNeverEvictedAndReserveReportsNoRoom) {
+  HybridCache cache(small_config("every-block", "leaf-lru", 16, -1, 0));
+  const auto s1 = iota_tokens(0, 9), s2 = iota_tokens(100, 9);
+  auto a1 = cache.admit(s1);
+  ASSERT_TRUE(a1 && cache.reserve(a1->seq, 9));
+  cache.commit(a1->seq, s1, 9);
+  auto a2 = cache.admit(s2);
+  ASSERT_TRUE(a2);
+  EXPECT_FALSE(cache.reserve(a2->seq, 9));  // 12 bytes wanted, 4 free, everything else locked
+  EXPECT_EQ(cache.stats().failed_reserves, 1);
+  EXPECT_EQ(cache.match(s1).n_kv_tokens, 8);
+  cache.check_invariants();
+  cache.abort(a1->seq);                     // committed pages stay cached, now unlocked
+  EXPECT_EQ(cache.match(s1).n_hit_tokens, 8);
+  EXPECT_TRUE(cache.reserve(a2->seq, 9));   // 12 bytes wanted, 8 free: evicts s1's leaf page
+  EXPECT_EQ(cache.match(s1).n_kv_tokens, 4);
+  cache.abort(a2->seq);
+  cache.check_invariants();
+  EXPECT_EQ(cache.n_running(), 0);
+}
+
+TEST(HybridCache, RestoreIsCopyOnWriteConcurrentHitsShareTheCheckpoint) {
+  HybridCache cache(small_config("prompt-end", "leaf-lru", 1 << 20, -1, 4, /*live_bytes=*/8));
+  const auto p = iota_tokens(0, 9);
+  run_request(cache, p);
+  auto a = cache.admit(p), b = cache.admit(p);
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(a->hit.n_hit_tokens, 8);
+  EXPECT_EQ(b->hit.n_hit_tokens, 8);
+  EXPECT_NE(cache.live_slot(a->seq), cache.live_slot(b->seq));
+  EXPECT_EQ(cache.page_table(a->seq)[0], cache.page_table(b->seq)[0]);  // shared KV page
+  EXPECT_EQ(cache.stats().checkpoints_used, 2);
+  EXPECT_EQ(cache.stats().tiers[0].live_bytes, 16);
+  cache.check_invariants();
+  cache.abort(a->seq);
+  cache.abort(b->seq);
+  EXPECT_EQ(cache.match(p).n_hit_tokens, 8);  // the checkpoint itself was not consumed
+  EXPECT_EQ(cache.stats().tiers[0].live_bytes, 0);
+}
+
+TEST(HybridCache, AdmissionFailsWhenTheLiveStateDoesNotFit) {
+  HybridCache cache(small_config("prompt-end", "leaf-lru", 12, -1, 4, /*live_bytes=*/8));
+  auto a = cache.admit(iota_tokens(0, 5));
+  ASSERT_TRUE(a);
+  EXPECT_FALSE(cache.admit(iota_tokens(100, 5)));
+  EXPECT_EQ(cache.stats().failed_admissions, 1);
+  EXPECT_EQ(cache.n_running(), 1);
+  cache.check_invariants();
+}
+
+TEST(HybridCache, ConfigErrorsNameTheField) {
+  auto expect_error = [](CacheConfig c, const std::string& needle) {
+    try {
+      HybridCache cache(c);
+      FAIL() << "no error for " << needle;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  CacheConfig ok = small_config("every-block", "leaf-lru", 100);
+  CacheConfig c = ok;
+  c.tiers.clear();
+  expect_error(c, "tiers");
+  c = ok;
+  c.tiers.push_back(c.tiers[0]);
+  c.tiers.push_back(c.tiers[0]);
+  expect_error(c, "tiers");
+  c = ok;
+  c.tiers[0].capacity_bytes = -1;
+  expect_error(c, "capacity_bytes");
+  c = ok;
+  c.sizes.kv_bytes_per_token = 0;
+  expect_error(c, "kv_bytes_per_token");
+  c = ok;
+  c.page_tokens = 0;
+  expect_error(c, "page_tokens");
+  c = ok;
+  c.retention = "interval:6";
+  expect_error(c, "interval:6");
+  c = ok;
+  c.eviction = "fifo";
+  expect_error(c, "fifo");
+}
+
+TEST(HybridCache, BadCallsThrowAndLeaveTheCacheConsistent) {
+  HybridCache cache(small_config("every-block", "leaf-lru", 100));
+  EXPECT_THROW(cache.reserve(42, 10), Error);
+  EXPECT_THROW(cache.abort(42), Error);
+  auto a = cache.admit(iota_tokens(0, 9));
+  ASSERT_TRUE(a);
+  EXPECT_THROW(cache.commit(a->seq, iota_tokens(0, 9), 9), Error);   // nothing reserved
+  ASSERT_TRUE(cache.reserve(a->seq, 9));
+  EXPECT_THROW(cache.commit(a->seq, iota_tokens(0, 9), 10), Error);  // more than the tokens given
+  EXPECT_THROW(cache.reserve(a->seq, -1), Error);
+  cache.check_invariants();
+  EXPECT_EQ(cache.match({}).n_kv_tokens, 0);
+}
+
+}  // namespace
+}  // namespace ds

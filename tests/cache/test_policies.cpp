@@ -1,0 +1,97 @@
+// Retention and eviction policies in isolation: positions, reasons, parsing, score ordering.
+#include <gtest/gtest.h>
+
+#include "cache/eviction_policy.h"
+#include "cache/retention_policy.h"
+#include "core/check.h"
+
+namespace ds {
+namespace {
+
+std::vector<int64_t> positions(const RetentionPolicy& p, RetentionContext ctx, int64_t begin, int64_t end) {
+  std::vector<WantedCheckpoint> w;
+  p.wanted(ctx, begin, end, w);
+  std::vector<int64_t> out;
+  for (auto& c : w) out.push_back(c.position);
+  return out;
+}
+
+TEST(Retention, EveryBlockIsEveryPageBoundaryInRange) {
+  auto p = make_retention_policy("every-block", 4);
+  EXPECT_EQ(positions(*p, {4, 18, 0}, 0, 18), (std::vector<int64_t>{4, 8, 12, 16}));
+  EXPECT_EQ(positions(*p, {4, 18, 0}, 5, 12), (std::vector<int64_t>{8, 12}));
+  EXPECT_EQ(positions(*p, {4, 18, 0}, 8, 8), (std::vector<int64_t>{}));
+}
+
+TEST(Retention, IntervalPlusPromptEndRoundedDown) {
+  auto p = make_retention_policy("interval:8", 4);
+  EXPECT_EQ(positions(*p, {4, 22, 0}, 0, 22), (std::vector<int64_t>{8, 16, 20}));
+  EXPECT_EQ(positions(*p, {4, 18, 0}, 0, 18), (std::vector<int64_t>{8, 16}));  // end 16 on the grid: once
+  EXPECT_EQ(positions(*p, {4, 14, 0}, 0, 40), (std::vector<int64_t>{8, 12, 16, 24, 32, 40}));
+  EXPECT_EQ(positions(*p, {4, 22, 0}, 16, 22), (std::vector<int64_t>{20}));
+  EXPECT_TRUE(p->allows(CheckpointReason::interval, 16));
+  EXPECT_FALSE(p->allows(CheckpointReason::interval, 12));
+  EXPECT_TRUE(p->allows(CheckpointReason::prompt_end, 12));
+  EXPECT_FALSE(p->allows(CheckpointReason::block, 8));
+}
+
+TEST(Retention, PromptEndSemanticNone) {
+  auto pe = make_retention_policy("prompt-end", 4);
+  EXPECT_EQ(positions(*pe, {4, 18, 12}, 0, 18), (std::vector<int64_t>{16}));
+  EXPECT_EQ(positions(*pe, {4, 3, 0}, 0, 3), (std::vector<int64_t>{}));  // shorter than a page
+  auto sem = make_retention_policy("semantic", 4);
+  EXPECT_EQ(positions(*sem, {4, 18, 12}, 0, 18), (std::vector<int64_t>{12}));
+  EXPECT_EQ(positions(*sem, {4, 18, 12}, 12, 18), (std::vector<int64_t>{}));  // already past it
+  EXPECT_TRUE(sem->keeps_decode_end());
+  EXPECT_FALSE(pe->keeps_decode_end());
+  auto none = make_retention_policy("none", 4);
+  EXPECT_EQ(positions(*none, {4, 18, 12}, 0, 18), (std::vector<int64_t>{}));
+  EXPECT_FALSE(none->allows(CheckpointReason::prompt_end, 16));
+}
+
+TEST(Retention, BadSpecsNameTheSpec) {
+  EXPECT_THROW(make_retention_policy("interval:30", 64), Error);  // not a page multiple
+  EXPECT_THROW(make_retention_policy("interval:", 64), Error);
+  EXPECT_THROW(make_retention_policy("interval:-64", 64), Error);
+  EXPECT_THROW(make_retention_policy("interval:64x", 64), Error);
+  try {
+    make_retention_policy("everything", 64);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'everything'"), std::string::npos);
+  }
+}
+
+TEST(Eviction, ParsesSpecsAndSaysWhatItDrops) {
+  CacheModelSizes s{1, 4, 0, 0, 0};
+  EXPECT_FALSE(make_eviction_policy("leaf-lru", s, 4)->evicts_checkpoints_alone());
+  EXPECT_TRUE(make_eviction_policy("consumed-state-lru", s, 4)->evicts_checkpoints_alone());
+  EXPECT_TRUE(make_eviction_policy("flop-per-byte:0.5", s, 4)->evicts_checkpoints_alone());
+  EXPECT_TRUE(make_eviction_policy("seglen:0.85:32", s, 4)->evicts_checkpoints_alone());
+  EXPECT_THROW(make_eviction_policy("flop-per-byte:x", s, 4), Error);
+  EXPECT_THROW(make_eviction_policy("seglen:2", s, 4), Error);
+  EXPECT_THROW(make_eviction_policy("flop-per-bytes", s, 4), Error);
+  EXPECT_THROW(make_eviction_policy("mru", s, 4), Error);
+}
+
+TEST(Eviction, FlopPerByteValuesLongerReplayHigherAndAlphaTradesRecency) {
+  CacheModelSizes s{1, 4, 0, 0, 0};
+  auto p = make_eviction_policy("flop-per-byte:100", s, 4);
+  const float v_long = p->checkpoint_value(32, 32), v_short = p->checkpoint_value(4, 4);
+  EXPECT_GT(v_long, v_short);
+  EXPECT_LT(v_long, 1.0f);
+  // Older long-replay checkpoint outranks a newer short one when alpha is large...
+  EXPECT_GT(p->checkpoint_score(1, v_long), p->checkpoint_score(5, v_short));
+  // ...and recency wins at alpha 0.
+  auto r = make_eviction_policy("flop-per-byte:0", s, 4);
+  EXPECT_LT(r->checkpoint_score(1, v_long), r->checkpoint_score(5, v_short));
+}
+
+TEST(Eviction, SegLenRanksByReplayLength) {
+  CacheModelSizes s{1, 4, 0, 0, 0};
+  auto p = make_eviction_policy("seglen:0", s, 4);
+  EXPECT_GT(p->checkpoint_score(1, p->checkpoint_value(64, 64)), p->checkpoint_score(9, p->checkpoint_value(8, 8)));
+}
+
+}  // namespace
+}  // namespace ds

@@ -1,0 +1,118 @@
+// Roofline cost model: monotonic in work, decode at batch 1 is weight streaming, each part
+// charges exactly its documented bytes / FLOPs.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "core/check.h"
+#include "exec/cost_model.h"
+
+namespace ds {
+namespace {
+
+struct Fixture {
+  ModelProfile model;
+  HardwareProfile hw;
+};
+
+const Fixture& k3() {
+  static const Fixture f{ModelProfile::load("kimi-k3"), HardwareProfile::load("b300")};
+  return f;
+}
+const Fixture& kimi_linear() {
+  static const Fixture f{ModelProfile::load("kimi-linear-48b"), HardwareProfile::load("h200")};
+  return f;
+}
+
+StepWork one(int64_t n_new, int64_t ctx) { return StepWork{{SeqWork{n_new, ctx, 0, 0, 0}}}; }
+
+TEST(CostModel, EmptyStepCostsNothing) {
+  const CostModel cm(k3().model, k3().hw, CostOptions{});
+  const StepCost c = cm.step(StepWork{});
+  EXPECT_EQ(c.total_s, 0.0);
+  EXPECT_EQ(c.bytes, 0.0);
+}
+
+TEST(CostModel, MoreWorkNeverCostsLess) {
+  for (const Fixture* f : {&k3(), &kimi_linear()}) {
+    const CostModel cm(f->model, f->hw, CostOptions{8, 1, 64});
+    double prev = 0;
+    for (int64_t n : {1, 2, 16, 256, 1024, 4096, 8192, 16384}) {  // more new tokens
+      const double t = cm.step(one(n, 1000)).total_s;
+      EXPECT_GT(t, prev) << f->model.name << " n=" << n;
+      prev = t;
+    }
+    prev = 0;
+    for (int64_t ctx : {0, 1000, 32768, 131072, 1 << 20}) {  // longer context
+      const double t = cm.step(one(1, ctx)).total_s;
+      EXPECT_GT(t, prev) << f->model.name << " ctx=" << ctx;
+      prev = t;
+    }
+    prev = 0;
+    for (int64_t batch : {1, 2, 8, 64, 256}) {  // more sequences
+      const double t = cm.decode_step_time_s(batch, 32768);
+      EXPECT_GT(t, prev) << f->model.name << " batch=" << batch;
+      prev = t;
+    }
+    EXPECT_GT(cm.prefill_time_s(131072, 8192), cm.prefill_time_s(32768, 8192));
+  }
+}
+
+TEST(CostModel, DecodeAtBatchOneIsWeightStreaming) {
+  const Fixture& f = kimi_linear();
+  const CostModel cm(f.model, f.hw, CostOptions{1, 2, 64});
+  const StepCost c = cm.step(one(1, 0));
+  const ModelProfile& m = f.model;
+  const double active_bytes =
+      m.dense_bytes_per_gpu(1) + m.n_moe_layers() * m.config.moe.n_expert_per_token * m.expert_bytes();
+  const double expect = active_bytes / (f.hw.hbm_bw_bytes_s * f.hw.memory_efficiency);
+  EXPECT_NEAR(c.weights_s / expect, 1.0, 1e-12);
+  EXPECT_GT(c.weights_s, c.gemm_s);               // memory bound
+  EXPECT_NEAR(c.total_s / expect, 1.0, 0.03);     // KDA state + tiny KV add < 3%
+  EXPECT_EQ(c.comm_s, 0.0);                       // TP 1: no allreduce
+  // model-spec / perf-and-deps A.5: ~6 GB streamed per token, ~1.25 ms at full H200 bandwidth.
+  EXPECT_NEAR(active_bytes / 1e9, 6.2, 0.3);
+}
+
+TEST(CostModel, DistinctExpertsFollowTheCoverageFormula) {
+  const CostModel cm(k3().model, k3().hw, CostOptions{});
+  EXPECT_NEAR(cm.distinct_experts(1), 16.0, 1e-9);
+  EXPECT_NEAR(cm.distinct_experts(10), 896.0 * (1 - std::pow(1 - 16.0 / 896, 10)), 1e-9);
+  EXPECT_NEAR(cm.distinct_experts(100000), 896.0, 1e-6);
+  EXPECT_EQ(cm.distinct_experts(0), 0.0);
+}
+
+TEST(CostModel, CheckpointsRestoresAndHostLoadsChargeTheirBytes) {
+  const Fixture& f = k3();
+  const CostModel cm(f.model, f.hw, CostOptions{8, 1, 64});
+  StepWork w{{SeqWork{0, 0, 2, 1, 0}}};
+  const double state_gpu = double(f.model.kda_state_bytes()) / 8;
+  const double bw = f.hw.hbm_bw_bytes_s * f.hw.memory_efficiency;
+  EXPECT_NEAR(cm.step(w).checkpoint_s, 3 * 2 * state_gpu / bw, 1e-15);
+  w = StepWork{{SeqWork{0, 0, 0, 0, 1'000'000'000}}};
+  EXPECT_NEAR(cm.step(w).transfer_s, 1e9 / (f.hw.host_link_bw_bytes_s * f.hw.host_link_efficiency), 1e-12);
+  EXPECT_NEAR(cm.step(w).total_s, cm.step(w).transfer_s, 1e-15);
+}
+
+TEST(CostModel, PrefillChargesKdaChunksAndAttention) {
+  const Fixture& f = k3();
+  const CostModel cm(f.model, f.hw, CostOptions{8, 1, 64});
+  const StepCost c = cm.step(one(8192, 0));
+  const double kda_flops_gpu = f.model.kda_flops(8192, 64) / 8;
+  EXPECT_GE(c.kda_s, kda_flops_gpu / (f.hw.bf16_flops * f.hw.attention_efficiency) * (1 - 1e-12));
+  EXPECT_GT(c.attn_s, 0.0);
+  EXPECT_GT(c.gemm_s, c.weights_s);  // a large prefill chunk is compute bound
+  EXPECT_GT(c.comm_s, 2 * 93 * f.hw.comm_latency_s);  // TP 8: latency + bandwidth
+  EXPECT_NEAR(c.total_s,
+              std::max(c.weights_s, c.gemm_s) + c.attn_s + c.kda_s + c.checkpoint_s + c.comm_s + c.transfer_s,
+              1e-15);
+}
+
+TEST(CostModel, NegativeWorkIsAnError) {
+  const CostModel cm(k3().model, k3().hw, CostOptions{});
+  EXPECT_THROW(cm.step(one(-1, 0)), Error);
+  EXPECT_THROW(CostModel(k3().model, k3().hw, CostOptions{0, 1, 64}), Error);
+}
+
+}  // namespace
+}  // namespace ds

@@ -1,0 +1,88 @@
+// Memory planner: the K3 / 8xB300 budget reproduces the seed's 3.25M KV tokens from the config
+// and hardware profile alone; other hardware and options behave as documented.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "core/check.h"
+#include "exec/planner.h"
+
+namespace ds {
+namespace {
+
+TEST(Planner, KimiK3OnEightB300MatchesTheSeedBudget) {
+  const MemoryPlan p = make_plan(ModelProfile::load("kimi-k3"), HardwareProfile::load("b300"), PlanOptions{});
+  // Seed (SemiAnalysis, 2026-08-03): "after weights, HBM holds 3.25M tokens of KV"; InferenceX
+  // logs 3,249,215 tokens for TP8 + FP8 KV. Issue 4 asks for +-10%.
+  EXPECT_TRUE(p.fits);
+  EXPECT_NEAR(double(p.kv_token_budget) / 3'249'215.0, 1.0, 0.10) << p.kv_token_budget;
+  EXPECT_EQ(p.kv_bytes_per_token, 13'824);
+  EXPECT_EQ(p.replicas, 1);
+  EXPECT_EQ(p.kv_token_budget, int64_t(p.cache_bytes / 13'824));
+  // One checkpoint of all 69 KDA layers, TP-sharded, in KV-token equivalents.
+  EXPECT_NEAR(p.checkpoint_tokens_equiv, double(p.kda_state_bytes) / 8 / 13'824, 1e-9);
+  EXPECT_NEAR(p.checkpoint_tokens_equiv, 4064, 5);
+  // Weights per GPU: "~188 GB/GPU" in the InferenceX recipe (1.5 TB / 8) plus replicated tensors.
+  EXPECT_NEAR(p.weight_bytes / 1e9, 200, 12);
+  ASSERT_EQ(p.kv_throughput.size(), 3u);
+  for (size_t i = 1; i < p.kv_throughput.size(); ++i)
+    EXPECT_GT(p.kv_throughput[i].prefill_s, p.kv_throughput[i - 1].prefill_s);
+}
+
+TEST(Planner, JsonCarriesTheBudget) {
+  const MemoryPlan p = make_plan(ModelProfile::load("kimi-k3"), HardwareProfile::load("b300"), PlanOptions{});
+  const nlohmann::json j = nlohmann::json::parse(plan_json(p));
+  EXPECT_EQ(j.at("kv_token_budget").get<int64_t>(), p.kv_token_budget);
+  EXPECT_EQ(j.at("kv_dtype"), "fp8");
+  EXPECT_EQ(j.at("kv_throughput").size(), 3u);
+  EXPECT_TRUE(j.at("fits").get<bool>());
+  EXPECT_NE(plan_table(p).find("KV token budget"), std::string::npos);
+}
+
+TEST(Planner, KimiK3DoesNotFitOnEightB200) {
+  // Seed: "it doesn't fit on a single B200 node. We had to use PP".
+  const MemoryPlan p = make_plan(ModelProfile::load("kimi-k3"), HardwareProfile::load("b200"), PlanOptions{});
+  EXPECT_FALSE(p.fits);
+  EXPECT_EQ(p.kv_token_budget, 0);
+  EXPECT_EQ(p.cache_bytes, 0.0);
+}
+
+TEST(Planner, BudgetScalesWithKvDtypeAndReplicas) {
+  const ModelProfile m = ModelProfile::load("kimi-linear-48b");
+  const HardwareProfile hw = HardwareProfile::load("h200");
+  PlanOptions opt;
+  opt.gpus = 1;
+  opt.tp = 1;
+  opt.kv_dtype_bytes = 2;
+  const MemoryPlan bf16 = make_plan(m, hw, opt);
+  EXPECT_TRUE(bf16.fits);
+  EXPECT_EQ(bf16.kv_bytes_per_token, 8'064);
+  opt.kv_dtype_bytes = 1;
+  const MemoryPlan fp8 = make_plan(m, hw, opt);
+  EXPECT_EQ(fp8.kv_token_budget, int64_t(fp8.cache_bytes / 4'032));
+  EXPECT_NEAR(double(fp8.kv_token_budget) / double(bf16.kv_token_budget), 2.0, 1e-5);
+  opt.gpus = 4;  // 4 data-parallel replicas
+  const MemoryPlan dp = make_plan(m, hw, opt);
+  EXPECT_EQ(dp.kv_token_budget, 4 * fp8.kv_token_budget);
+}
+
+TEST(Planner, BadOptionsAreOneClearError) {
+  const ModelProfile m = ModelProfile::load("kimi-k3");
+  const HardwareProfile hw = HardwareProfile::load("b300");
+  PlanOptions opt;
+  opt.gpus = 6;
+  try {
+    make_plan(m, hw, opt);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--gpus 6 is not a multiple of --tp 8"), std::string::npos);
+  }
+  opt.gpus = 5;
+  opt.tp = 5;
+  EXPECT_THROW(make_plan(m, hw, opt), Error);  // 96 heads not divisible by 5
+  opt = PlanOptions{};
+  opt.gpu_memory_utilization = 1.5;
+  EXPECT_THROW(make_plan(m, hw, opt), Error);
+}
+
+}  // namespace
+}  // namespace ds
