@@ -4,7 +4,7 @@ set -euo pipefail
 PKGS=(
   build-essential cmake ninja-build pkg-config git
   nlohmann-json3-dev libcli11-dev libfmt-dev libspdlog-dev
-  libopenblas-openmp-dev libicu-dev
+  libopenblas-openmp-dev libicu-dev zlib1g-dev   # zlib: .tar.gz / .gz traces
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev   # libFuzzer + sanitizers for tests/fuzz
 )

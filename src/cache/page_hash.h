@@ -35,9 +35,10 @@ inline uint64_t hash_page(std::span<const int32_t> tokens) {
   return mix64(h[0] ^ mix64(h[1] + 1) ^ mix64(h[2] + 2) ^ mix64(h[3] + 3) ^ n);
 }
 
-// Key of a child page given its parent's key.
+// Key of a child page given its parent's key. Never 0 (PageKeyMap's empty marker).
 inline uint64_t chain_key(uint64_t parent_key, uint64_t page_hash) {
-  return mix64(parent_key ^ (page_hash + 0x9e3779b97f4a7c15ull + (parent_key << 6)));
+  const uint64_t k = mix64(parent_key ^ (page_hash + 0x9e3779b97f4a7c15ull + (parent_key << 6)));
+  return k != 0 ? k : 1;
 }
 
 }  // namespace ds

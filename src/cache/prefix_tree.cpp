@@ -25,17 +25,15 @@ PrefixTree::PrefixTree() {
 }
 
 int32_t PrefixTree::find_child(int32_t parent, uint64_t key) const {
-  auto it = by_key_.find(key);
-  if (it == by_key_.end()) return -1;
-  return nodes_[it->second].parent == parent ? it->second : -1;
+  const int32_t node = by_key_.find(key);
+  return node >= 0 && nodes_[node].parent == parent ? node : -1;
 }
 
 int32_t PrefixTree::add_child(int32_t parent, uint64_t key, int32_t page, int8_t tier) {
   DS_CHECK(parent >= 0 && parent < n_slots() && nodes_[parent].alive(), "PrefixTree: parent {} is not a node", parent);
   DS_CHECK(tier == 0 || tier == 1, "PrefixTree: bad tier {}", tier);
   DS_CHECK(tier >= nodes_[parent].kv_tier, "PrefixTree: device child under host parent {}", parent);
-  auto [it, inserted] = by_key_.try_emplace(key, -1);
-  if (!inserted) return -1;  // key collision with another prefix: do not cache this page
+  if (key == 0 || by_key_.find(key) >= 0) return -1;  // collision with another prefix: do not cache
   int32_t id;
   if (!free_.empty()) {
     id = free_.back();
@@ -54,7 +52,7 @@ int32_t PrefixTree::add_child(int32_t parent, uint64_t key, int32_t page, int8_t
   n.kv_tier = tier;
   n.kv_version = kv_version;
   n.ckpt_version = ckpt_version;
-  it->second = id;
+  by_key_.insert(key, id);
   ++nodes_[parent].n_children;
   if (tier == 0) ++nodes_[parent].n_device_children;
   ++n_alive_;
@@ -92,11 +90,8 @@ void PrefixTree::set_kv_tier(int32_t node, int8_t tier) {
 }
 
 int64_t PrefixTree::memory_bytes() const {
-  // Node array + free list + hash map (one bucket pointer and one heap node per entry).
-  const int64_t map_node = sizeof(void*) + sizeof(std::pair<const uint64_t, int32_t>) + sizeof(size_t);
-  return static_cast<int64_t>(nodes_.capacity() * sizeof(TreeNode) + free_.capacity() * sizeof(int32_t) +
-                              by_key_.bucket_count() * sizeof(void*)) +
-         static_cast<int64_t>(by_key_.size()) * map_node;
+  return static_cast<int64_t>(nodes_.capacity() * sizeof(TreeNode) + free_.capacity() * sizeof(int32_t)) +
+         by_key_.memory_bytes();
 }
 
 void PrefixTree::check_invariants() const {
@@ -116,8 +111,7 @@ void PrefixTree::check_invariants() const {
              n.ckpt_tier, n.kv_tier);
     DS_CHECK(n.lock_count >= 0 && (n.parent == kRoot || n.lock_count <= p.lock_count),
              "PrefixTree: node {} locked {} times, parent only {}", i, n.lock_count, p.lock_count);
-    auto it = by_key_.find(n.key);
-    DS_CHECK(it != by_key_.end() && it->second == static_cast<int32_t>(i), "PrefixTree: key of node {} not mapped", i);
+    DS_CHECK(by_key_.find(n.key) == static_cast<int32_t>(i), "PrefixTree: key of node {} not mapped", i);
     ++children[n.parent];
     if (n.kv_tier == 0) ++dev_children[n.parent];
   }
@@ -127,7 +121,7 @@ void PrefixTree::check_invariants() const {
              "PrefixTree: node {} child counts {}/{} but counted {}/{}", i, nodes_[i].n_children,
              nodes_[i].n_device_children, children[i], dev_children[i]);
   }
-  DS_CHECK(alive == n_alive_ && static_cast<int64_t>(by_key_.size()) == alive - 1,
+  DS_CHECK(alive == n_alive_ && by_key_.size() == alive - 1,
            "PrefixTree: {} alive nodes, counter {}, {} keys", alive, n_alive_, by_key_.size());
 }
 

@@ -7,8 +7,9 @@
 #pragma once
 
 #include <cstdint>
-#include <unordered_map>
 #include <vector>
+
+#include "cache/page_key_map.h"
 
 namespace ds {
 
@@ -62,7 +63,7 @@ class PrefixTree {
  private:
   std::vector<TreeNode> nodes_;
   std::vector<int32_t> free_;
-  std::unordered_map<uint64_t, int32_t> by_key_;
+  PageKeyMap by_key_;
   int64_t n_alive_ = 0;
 };
 

@@ -2,7 +2,7 @@
 
 namespace ds {
 
-Error::Error(std::string msg, std::source_location loc)
+Error::Error(std::string msg, SourceLocation loc)
     : std::runtime_error(std::move(msg)),
       where_(fmt::format("{}:{}", loc.file_name(), loc.line())) {}
 

@@ -5,16 +5,34 @@
 
 #include <fmt/format.h>
 
-#include <source_location>
 #include <stdexcept>
 #include <string>
+#if __has_include(<source_location>)
+#include <source_location>
+#endif
 
 namespace ds {
+
+// std::source_location where the library has it; clang 14 + libstdc++ 12 (the fuzz build) lacks
+// it, so fall back to the __builtin_FILE/__builtin_LINE pair that every supported compiler has.
+#if defined(__cpp_lib_source_location)
+using SourceLocation = std::source_location;
+#else
+struct SourceLocation {
+  static constexpr SourceLocation current(const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
+    return SourceLocation{file, line};
+  }
+  constexpr const char* file_name() const { return file_; }
+  constexpr unsigned line() const { return unsigned(line_); }
+  const char* file_ = "";
+  int line_ = 0;
+};
+#endif
 
 // One-line, user-facing error. what() is the message alone; where() is file:line of the check.
 class Error : public std::runtime_error {
  public:
-  explicit Error(std::string msg, std::source_location loc = std::source_location::current());
+  explicit Error(std::string msg, SourceLocation loc = SourceLocation::current());
   const std::string& where() const { return where_; }
 
  private:

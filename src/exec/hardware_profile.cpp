@@ -1,11 +1,13 @@
 #include "exec/hardware_profile.h"
 
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <vector>
 
@@ -90,23 +92,21 @@ std::string resolve_profile(const std::string& kind, const std::string& name_or_
   if (fs::exists(name_or_path, ec)) return name_or_path;
   const bool looks_like_path = name_or_path.find('/') != std::string::npos ||
                                name_or_path.ends_with(".json");
-  std::string bundled;
+  std::set<std::string> bundled;
   for (const fs::path& data : data_dirs()) {
     const fs::path dir = data / "profiles" / kind;
     for (const fs::path& cand : {dir / (name_or_path + ".json"), dir / name_or_path / "config.json"}) {
       if (!looks_like_path && fs::is_regular_file(cand, ec)) return cand.string();
     }
     if (bundled.empty() && fs::is_directory(dir, ec)) {
-      for (const auto& e : fs::directory_iterator(dir, ec)) {
-        bundled += (bundled.empty() ? "" : ", ") + e.path().stem().string();
-      }
+      for (const auto& e : fs::directory_iterator(dir, ec)) bundled.insert(e.path().stem().string());
     }
   }
   if (looks_like_path) fail("{} profile file {} does not exist", what, name_or_path);
   if (bundled.empty())
     fail("unknown {} profile \"{}\" (no bundled data/profiles/{} folder found; set DS_DATA_DIR)", what,
          name_or_path, kind);
-  fail("unknown {} profile \"{}\" (bundled: {}; or give a path)", what, name_or_path, bundled);
+  fail("unknown {} profile \"{}\" (bundled: {}; or give a path)", what, name_or_path, fmt::join(bundled, ", "));
 }
 
 double HardwareProfile::peak_flops(int bits) const {

@@ -78,8 +78,14 @@ double routed_bits_from_json(const json& j, const std::string& src) {
     q = &j.at("text_config").at("quantization_config");
   if (q == nullptr || q->is_null()) return 16;
   if (!q->is_object()) fail("{}: `quantization_config` must be an object, got {}", src, q->dump());
-  const std::string method = q->value("quant_method", std::string());
-  const std::string format = q->value("format", std::string());
+  auto text = [&](const char* key) {
+    if (!q->contains(key)) return std::string();
+    if (!q->at(key).is_string())
+      fail("{}: `quantization_config.{}` must be a string, got {}", src, key, q->at(key).dump());
+    return q->at(key).get<std::string>();
+  };
+  const std::string method = text("quant_method");
+  const std::string format = text("format");
   if (method == "compressed-tensors" && format.find("mxfp4") != std::string::npos) {
     int group = 32;
     if (q->contains("config_groups") && q->at("config_groups").is_object()) {

@@ -27,6 +27,13 @@ using nlohmann::json;
 constexpr uint64_t kMaxHeaderBytes = 100'000'000;  // same cap as the reference safetensors reader
 constexpr int64_t kMaxNumel = int64_t(1) << 50;     // far above any real tensor; keeps products finite
 
+// A JSON value for an error message, cut to one short line.
+std::string brief(const json& v) {
+  std::string s = v.dump();
+  if (s.size() > 64) s = s.substr(0, 61) + "...";
+  return s;
+}
+
 uint64_t read_u64_le(const uint8_t* p) {
   uint64_t v = 0;
   for (int i = 7; i >= 0; --i) v = (v << 8) | p[i];
@@ -34,14 +41,14 @@ uint64_t read_u64_le(const uint8_t* p) {
 }
 
 std::vector<int64_t> parse_shape(const json& v, const std::string& src, const std::string& name) {
-  if (!v.is_array()) fail("{}: tensor `{}`: `shape` must be a list, got {}", src, name, v.dump());
+  if (!v.is_array()) fail("{}: tensor `{}`: `shape` must be a list, got {}", src, name, brief(v));
   std::vector<int64_t> shape;
   int64_t numel = 1;
   for (const json& d : v) {
     if (!d.is_number_integer() || d.get<int64_t>() < 0 || d.get<int64_t>() > kMaxNumel)
-      fail("{}: tensor `{}`: bad dimension {} in shape {}", src, name, d.dump(), v.dump());
+      fail("{}: tensor `{}`: bad dimension {} in shape {}", src, name, brief(d), brief(v));
     const int64_t n = d.get<int64_t>();
-    if (n != 0 && numel > kMaxNumel / n) fail("{}: tensor `{}`: shape {} is too large", src, name, v.dump());
+    if (n != 0 && numel > kMaxNumel / n) fail("{}: tensor `{}`: shape {} is too large", src, name, brief(v));
     numel *= n;
     shape.push_back(n);
   }
@@ -51,7 +58,7 @@ std::vector<int64_t> parse_shape(const json& v, const std::string& src, const st
 // Parses one tensor entry of the header; returns {ref (data null), begin, end}.
 std::tuple<TensorRef, uint64_t, uint64_t> parse_entry(const std::string& name, const json& e,
                                                       const std::string& src) {
-  if (!e.is_object()) fail("{}: tensor `{}`: entry must be an object, got {}", src, name, e.dump());
+  if (!e.is_object()) fail("{}: tensor `{}`: entry must be an object, got {}", src, name, brief(e));
   TensorRef t;
   t.name = name;
   if (!e.contains("dtype") || !e.at("dtype").is_string()) fail("{}: tensor `{}`: missing string `dtype`", src, name);
@@ -62,7 +69,7 @@ std::tuple<TensorRef, uint64_t, uint64_t> parse_entry(const std::string& name, c
   if (!e.contains("data_offsets")) fail("{}: tensor `{}`: missing `data_offsets`", src, name);
   const json& off = e.at("data_offsets");
   if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() || !off[1].is_number_unsigned())
-    fail("{}: tensor `{}`: `data_offsets` must be two non-negative integers, got {}", src, name, off.dump());
+    fail("{}: tensor `{}`: `data_offsets` must be two non-negative integers, got {}", src, name, brief(off));
   const uint64_t begin = off[0].get<uint64_t>(), end = off[1].get<uint64_t>();
   if (begin > end) fail("{}: tensor `{}`: data_offsets [{}, {}] run backwards", src, name, begin, end);
   const uint64_t expect = uint64_t(t.numel()) * dtype_size(t.dtype);
@@ -74,9 +81,9 @@ std::tuple<TensorRef, uint64_t, uint64_t> parse_entry(const std::string& name, c
 }
 
 void parse_metadata(const json& m, const std::string& src, std::map<std::string, std::string>& out) {
-  if (!m.is_object()) fail("{}: `__metadata__` must be an object, got {}", src, m.dump());
+  if (!m.is_object()) fail("{}: `__metadata__` must be an object, got {}", src, brief(m));
   for (const auto& [k, v] : m.items()) {
-    if (!v.is_string()) fail("{}: `__metadata__.{}` must be a string, got {}", src, k, v.dump());
+    if (!v.is_string()) fail("{}: `__metadata__.{}` must be a string, got {}", src, k, brief(v));
     out[k] = v.get<std::string>();
   }
 }
@@ -232,7 +239,7 @@ std::map<std::string, std::vector<std::string>> read_index(const std::string& in
     fail("{}: missing object `weight_map`", index_path);
   std::map<std::string, std::vector<std::string>> by_file;
   for (const auto& [name, file] : j.at("weight_map").items()) {
-    if (!file.is_string()) fail("{}: weight_map[`{}`] must be a file name, got {}", index_path, name, file.dump());
+    if (!file.is_string()) fail("{}: weight_map[`{}`] must be a file name, got {}", index_path, name, brief(file));
     const std::string f = file.get<std::string>();
     if (f.empty() || f.find('/') != std::string::npos || f.find('\\') != std::string::npos || f == "." ||
         f == "..")

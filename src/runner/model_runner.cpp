@@ -63,8 +63,7 @@ KdaParams kda_params(const ModelConfig& cfg, const KdaWeights& w) {
               view2d(w.f_b_proj), view2d(w.b_proj), full ? WeightView{} : view2d(*w.g_a_proj),
               full ? WeightView{} : view2d(*w.g_b_proj), view2d(w.o_proj), to_f32(w.q_conv),
               to_f32(w.k_conv), to_f32(w.v_conv), to_f32(w.a_log, cfg.kda.n_head), to_f32(w.dt_bias),
-              to_f32(w.o_norm)};
-  if (full) p.g_proj = view2d(*w.g_proj);
+              to_f32(w.o_norm), full ? view2d(*w.g_proj) : WeightView{}};
   return p;
 }
 

@@ -1,6 +1,8 @@
 // Trace: the workload a replay drives — sessions of turns (agentic, closed loop) or independent
 // requests with arrival times (open loop). Prompts are materialised as deterministic token ids per
 // hash-id block, so identical hash-id prefixes give identical token prefixes in the prefix tree.
+// Invariant after loading: every turn has hash_ids.size() == ceil(n_input_tokens / block_tokens),
+// and hash ids are global (per-session "local" ids are namespaced by session when loaded).
 #pragma once
 
 #include <cstdint>
@@ -12,14 +14,15 @@ namespace ds {
 struct TraceTurn {
   double arrival_s = 0;          // open loop: absolute arrival; closed loop: offset in its session
   double think_time_s = 0;       // closed loop: pause after the previous turn finished
-  int64_t n_input_tokens = 0;    // prompt length in tokens
-  int64_t n_output_tokens = 0;   // tokens to decode
+  int64_t n_input_tokens = 0;    // prompt length in tokens (>= 1)
+  int64_t n_output_tokens = 0;   // tokens to decode (>= 0)
   std::vector<uint64_t> hash_ids;  // one per block_tokens-token block of the prompt (last may be partial)
 };
 
 // Deterministic prompt token ids of a turn: block b contributes block_tokens ids derived from
 // (hash_ids[b], position in block) by a fixed mixing function, truncated to n_input_tokens.
 // Materialised on demand (a 142k-token prompt is 568 KB) rather than stored in the trace.
+// Ids are in [0, 2^31). Throws ds::Error if hash_ids is shorter than the prompt needs.
 std::vector<int32_t> turn_tokens(const TraceTurn& turn, int block_tokens);
 
 struct TraceSession {
@@ -34,5 +37,29 @@ struct Trace {
   std::vector<TraceSession> sessions;
   int64_t n_skipped_bad = 0;     // malformed records skipped under --skip-bad
 };
+
+// Where Claude Code sub-agents go: inline in the parent session at their position (the parent's
+// Task tool call waits for them), or each as its own session "<parent>/<agent_id>".
+enum class SubagentMode { kInline, kSessions };
+
+struct TraceOptions {
+  bool skip_bad = false;         // skip and count malformed records instead of failing
+  SubagentMode subagents = SubagentMode::kInline;
+  int64_t max_sessions = 0;      // keep only the first N sessions (0 = all)
+};
+
+// Loads a trace. spec:
+//   "" | "default" | "bundled"     the bundled Claude Code sample (data/traces/claude_code_sample.tar.gz)
+//   "bundled:<file>"               another bundled file, e.g. bundled:mooncake_fast25_conversation_trace.jsonl.gz
+//   "synthetic[:k=v,...]"          seeded synthetic agentic sessions (see synthetic_trace.h for keys)
+//   <path>                         a directory of session files, a .tar / .tar.gz, or one
+//                                  .json (Claude Code session) / .jsonl (Mooncake) file, optionally .gz
+// Bundled traces are looked up in $DELTASERVE_DATA_DIR/traces, <source dir>/data/traces (compiled
+// in), ./data/traces, then <exe dir>/../data/traces and <exe dir>/../share/deltaserve/traces.
+// Errors name the file and line (or session file and request index).
+Trace load_trace(const std::string& spec, const TraceOptions& options = {});
+
+// The directory that holds the bundled traces (see load_trace); throws ds::Error if none is found.
+std::string bundled_trace_dir();
 
 }  // namespace ds

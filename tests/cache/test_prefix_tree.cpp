@@ -57,3 +57,36 @@ TEST(PrefixTree, LockedOrCheckpointedNodeIsNotRemovable) {
 
 }  // namespace
 }  // namespace ds
+
+#include <random>
+#include <unordered_map>
+
+#include "cache/page_key_map.h"
+
+namespace ds {
+namespace {
+
+TEST(PageKeyMap, MatchesAReferenceMapUnderRandomInsertErase) {
+  PageKeyMap map;
+  std::unordered_map<uint64_t, int32_t> ref;
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < 200000; ++i) {
+    // Small key space with clustered low bits so probe runs collide and wrap.
+    const uint64_t key = 1 + (rng() % 5000) * 1024 + (rng() % 3);
+    if (rng() % 3 == 0) {
+      map.erase(key);
+      ref.erase(key);
+    } else {
+      const bool inserted = map.insert(key, i);
+      EXPECT_EQ(inserted, ref.emplace(key, i).second);
+    }
+    if (i % 997 == 0)
+      for (const auto& [k, v] : ref) ASSERT_EQ(map.find(k), v);
+  }
+  EXPECT_EQ(map.size(), static_cast<int64_t>(ref.size()));
+  for (const auto& [k, v] : ref) EXPECT_EQ(map.find(k), v);
+  EXPECT_EQ(map.find(999999999), -1);
+}
+
+}  // namespace
+}  // namespace ds

@@ -18,7 +18,7 @@ class RandomWeights {
 
   std::vector<float> vec(int64_t n, float stddev, float mean = 0.0f) {
     std::normal_distribution<float> d(mean, stddev);
-    std::vector<float> v(size_t(n));
+    std::vector<float> v(static_cast<size_t>(n));
     for (float& x : v) x = d(rng_);
     return v;
   }

@@ -71,7 +71,7 @@ TEST(MoeLayer, ForwardMatchesPerTokenReference) {
 
   auto mlp = [&](const GluMlp& m, const std::vector<double>& xt) {
     const std::vector<double> g = testing::ref_linear(xt, 1, m.gate), u = testing::ref_linear(xt, 1, m.up);
-    std::vector<double> h(size_t(I));
+    std::vector<double> h(static_cast<size_t>(I));
     for (int64_t i = 0; i < I; ++i) h[size_t(i)] = g[size_t(i)] * sig(g[size_t(i)]) * u[size_t(i)];
     return testing::ref_linear(h, 1, m.down);
   };

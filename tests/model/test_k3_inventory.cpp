@@ -5,8 +5,6 @@
 #include <unistd.h>
 
 #include <gtest/gtest.h>
-#include <chrono>
-#include <cstdio>
 #include <nlohmann/json.hpp>
 
 #include "model/weights.h"
@@ -138,8 +136,6 @@ void add_layer(ShardWriter& s, int l, bool mla) {
 int64_t linear_params(const LinearWeight& w) { return w.out * w.in; }
 
 TEST(K3Inventory, RealTensorInventoryBindsHeaderOnly) {
-  auto T0 = std::chrono::steady_clock::now();
-  auto lap = [&](const char* w) { std::fprintf(stderr, "TIMING %s %.2f\n", w, std::chrono::duration<double>(std::chrono::steady_clock::now() - T0).count()); };
   test::TempDir dir;
   test::write_json(dir.file("config.json"), k3_wrapper_config());
   std::string weight_map;  // JSON object body, written by hand (500k entries)
@@ -166,15 +162,12 @@ TEST(K3Inventory, RealTensorInventoryBindsHeaderOnly) {
   }
   test::write_bytes(dir.file("model.safetensors.index.json"), "{\"weight_map\":{" + weight_map + "}}");
 
-  lap("written");
   const ModelConfig cfg = ModelConfig::load(dir.path());
   EXPECT_EQ(cfg.n_kda_layers(), 69);
   EXPECT_EQ(cfg.n_mla_layers(), 24);
   const Checkpoint ck = Checkpoint::open(dir.path(), cfg.tensor_prefix(), /*header_only=*/true);
   EXPECT_EQ(ck.size(), n_tensors);
-  lap("opened");
   const ModelWeights w = ModelWeights::bind(cfg, ck);
-  lap("bound");
   ASSERT_EQ(w.notes.size(), 1u);
   EXPECT_NE(w.notes[0].find("ignored 2 tensor(s)"), std::string::npos);
 
@@ -199,7 +192,6 @@ TEST(K3Inventory, RealTensorInventoryBindsHeaderOnly) {
     if (!l.moe) continue;
     for (const ExpertWeights& x : l.moe->experts) routed += linear_params(x.w1) + linear_params(x.w2) + linear_params(x.w3);
   }
-  lap("counted");
   EXPECT_EQ(routed, int64_t(92) * 896 * 3 * 3072 * 3584);
 }
 

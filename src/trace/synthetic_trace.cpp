@@ -1,0 +1,185 @@
+#include "trace/synthetic_trace.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+
+#include "core/check.h"
+#include "trace/block_hash.h"
+
+namespace ds {
+namespace {
+
+constexpr double kTurnsSigma = 0.5;
+constexpr double kOutputSigma = 1.0;
+constexpr double kToolSigma = 1.0;
+constexpr double kThinkSigma = 1.5;
+constexpr double kFirstUserTokens = 2000;  // median first user message (lognormal, sigma 1.0)
+constexpr int64_t kCompactedTokens = 4000;  // summary that replaces a compacted context
+
+// splitmix64 stream: portable, seedable, good enough for workload shapes.
+struct Rng {
+  uint64_t state;
+  uint64_t next() { return splitmix64(state++ * 0x9e3779b97f4a7c15ULL); }
+  double uniform() { return static_cast<double>((next() >> 11) + 1) * 0x1.0p-53; }  // (0, 1]
+  double normal() {  // Box-Muller, one value per call
+    double u1 = uniform(), u2 = uniform();
+    return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+  }
+  double lognormal(double median, double sigma) { return median * std::exp(sigma * normal()); }
+};
+
+// Per-session shape before the tool-token scale is calibrated.
+struct SessionShape {
+  std::vector<int64_t> out;      // output tokens per turn
+  std::vector<double> tool;      // unit-median tool tokens appended before each turn (0 for turn 0)
+  std::vector<double> think_s;   // think time before each turn (0 for turn 0)
+  int64_t first_user = 0;        // first user message tokens
+};
+
+// Prompt lengths of a session for tool scale `c`: in_0 = system + first_user,
+// in_k = in_{k-1} + out_{k-1} + c * tool_k, compacted to system + kCompactedTokens past `context`.
+// `epoch_start[k]` is true where a compaction restarted the content.
+std::vector<int64_t> prompt_lengths(const SessionShape& s, const SyntheticTraceParams& p, double c,
+                                    std::vector<bool>* epoch_start) {
+  std::vector<int64_t> in(s.out.size());
+  if (epoch_start) epoch_start->assign(s.out.size(), false);
+  for (size_t k = 0; k < in.size(); ++k) {
+    if (k == 0) {
+      in[k] = p.system + s.first_user;
+      continue;
+    }
+    in[k] = in[k - 1] + s.out[k - 1] + std::max<int64_t>(1, std::llround(c * s.tool[k]));
+    if (in[k] > p.context) {
+      in[k] = std::min(p.context, p.system + kCompactedTokens);
+      if (epoch_start) (*epoch_start)[k] = true;
+    }
+  }
+  return in;
+}
+
+int64_t pooled_median(const std::vector<SessionShape>& shapes, const SyntheticTraceParams& p, double c) {
+  std::vector<int64_t> all;
+  for (const SessionShape& s : shapes) {
+    std::vector<int64_t> in = prompt_lengths(s, p, c, nullptr);
+    all.insert(all.end(), in.begin(), in.end());
+  }
+  std::nth_element(all.begin(), all.begin() + static_cast<ptrdiff_t>(all.size() / 2), all.end());
+  return all[all.size() / 2];
+}
+
+// Tool-token scale whose pooled median prompt length is params.input (bisection; the median is
+// monotone in the scale).
+double calibrate_tool_scale(const std::vector<SessionShape>& shapes, const SyntheticTraceParams& p) {
+  double lo = 0, hi = 1;
+  while (pooled_median(shapes, p, hi) < p.input && hi < 1e9) hi *= 2;
+  for (int i = 0; i < 60; ++i) {
+    double mid = 0.5 * (lo + hi);
+    (pooled_median(shapes, p, mid) < p.input ? lo : hi) = mid;
+  }
+  return hi;
+}
+
+int64_t parse_int(std::string_view key, std::string_view v, int64_t lo, int64_t hi) {
+  int64_t x = 0;
+  auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
+  if (ec != std::errc() || ptr != v.data() + v.size() || x < lo || x > hi)
+    fail("synthetic trace: `{}={}` must be an integer in [{}, {}]", key, v, lo, hi);
+  return x;
+}
+
+double parse_seconds(std::string_view key, std::string_view v) {
+  double x = 0;
+  auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
+  if (ec != std::errc() || ptr != v.data() + v.size() || !(x >= 0 && x <= 1e6))
+    fail("synthetic trace: `{}={}` must be a number of seconds in [0, 1e6]", key, v);
+  return x;
+}
+
+}  // namespace
+
+SyntheticTraceParams parse_synthetic_params(const std::string& kv) {
+  SyntheticTraceParams p;
+  std::string_view rest = kv;
+  while (!rest.empty()) {
+    size_t comma = rest.find(',');
+    std::string_view item = rest.substr(0, comma);
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    if (item.empty()) continue;
+    size_t eq = item.find('=');
+    if (eq == std::string_view::npos) fail("synthetic trace: `{}` is not key=value", item);
+    std::string_view k = item.substr(0, eq), v = item.substr(eq + 1);
+    constexpr int64_t kBig = int64_t{1} << 26;
+    if (k == "sessions") p.sessions = parse_int(k, v, 1, 100000);
+    else if (k == "turns") p.turns = parse_int(k, v, 1, 100000);
+    else if (k == "input") p.input = parse_int(k, v, 1, kBig);
+    else if (k == "output") p.output = parse_int(k, v, 1, kBig);
+    else if (k == "system") p.system = parse_int(k, v, 0, kBig);
+    else if (k == "think") p.think = parse_seconds(k, v);
+    else if (k == "context") p.context = parse_int(k, v, 2, kBig);
+    else if (k == "seed") p.seed = static_cast<uint64_t>(parse_int(k, v, 0, INT64_MAX));
+    else if (k == "block") p.block = static_cast<int>(parse_int(k, v, 1, 1 << 20));
+    else fail("synthetic trace: unknown key `{}` (keys: sessions, turns, input, output, system, think, context, seed, block)", k);
+  }
+  DS_CHECK(p.system < p.context, "synthetic trace: system={} must be below context={}", p.system, p.context);
+  DS_CHECK(p.input > p.system, "synthetic trace: input={} must exceed system={}", p.input, p.system);
+  return p;
+}
+
+Trace generate_synthetic_trace(const SyntheticTraceParams& p) {
+  DS_CHECK(p.sessions >= 1 && p.turns >= 1 && p.block >= 1 && p.system < p.context && p.input > p.system,
+           "synthetic trace: bad params sessions={} turns={} block={} system={} context={} input={}", p.sessions,
+           p.turns, p.block, p.system, p.context, p.input);
+  Rng rng{p.seed * 0x2545f4914f6cdd1dULL + 0x1234567ULL};
+  std::vector<SessionShape> shapes(static_cast<size_t>(p.sessions));
+  for (SessionShape& s : shapes) {
+    int64_t n = std::max<int64_t>(2, std::llround(rng.lognormal(static_cast<double>(p.turns), kTurnsSigma)));
+    if (p.turns == 1) n = 1;
+    s.first_user = std::max<int64_t>(1, std::llround(rng.lognormal(kFirstUserTokens, 1.0)));
+    for (int64_t k = 0; k < n; ++k) {
+      s.out.push_back(std::max<int64_t>(1, std::llround(rng.lognormal(static_cast<double>(p.output), kOutputSigma))));
+      s.tool.push_back(k == 0 ? 0.0 : rng.lognormal(1.0, kToolSigma));
+      s.think_s.push_back(k == 0 ? 0.0 : rng.lognormal(p.think, kThinkSigma));
+    }
+  }
+  double scale = calibrate_tool_scale(shapes, p);
+
+  Trace trace;
+  trace.source = fmt::format("synthetic:sessions={},turns={},input={},output={},system={},think={},context={},seed={},block={}",
+                             p.sessions, p.turns, p.input, p.output, p.system, p.think, p.context, p.seed, p.block);
+  trace.block_tokens = p.block;
+  trace.closed_loop = true;
+  const uint64_t system_ns = name_namespace("synthetic/system");
+  const int64_t system_blocks = p.system / p.block;  // whole blocks only are shared
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const SessionShape& s = shapes[i];
+    std::vector<bool> epoch_start;
+    std::vector<int64_t> in = prompt_lengths(s, p, scale, &epoch_start);
+    TraceSession session{fmt::format("synthetic-{}", i), {}};
+    uint64_t ns = 0;
+    double t = 0;
+    std::vector<uint64_t> stream;  // block ids of the session's token stream so far
+    for (size_t k = 0; k < in.size(); ++k) {
+      if (k == 0 || epoch_start[k]) {
+        ns = name_namespace(fmt::format("synthetic/{}/{}/{}", p.seed, i, k));
+        stream.clear();
+      }
+      size_t need = static_cast<size_t>((in[k] + p.block - 1) / p.block);
+      for (size_t b = stream.size(); b < need; ++b)
+        stream.push_back(static_cast<int64_t>(b) < system_blocks ? namespaced_block_id(system_ns, b)
+                                                                 : namespaced_block_id(ns, b));
+      t += s.think_s[k];
+      TraceTurn turn;
+      turn.arrival_s = t;
+      turn.think_time_s = s.think_s[k];
+      turn.n_input_tokens = in[k];
+      turn.n_output_tokens = s.out[k];
+      turn.hash_ids.assign(stream.begin(), stream.begin() + static_cast<ptrdiff_t>(need));
+      session.turns.push_back(std::move(turn));
+    }
+    trace.sessions.push_back(std::move(session));
+  }
+  return trace;
+}
+
+}  // namespace ds

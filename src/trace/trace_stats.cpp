@@ -1,0 +1,94 @@
+#include "trace/trace_stats.h"
+
+#include <algorithm>
+#include <numeric>
+#include <unordered_set>
+
+#include "trace/block_hash.h"
+
+namespace ds {
+namespace {
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  size_t n = v.size();
+  std::sort(v.begin(), v.end());
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// Hash of a block-id prefix extended by one more id (chained, order sensitive).
+uint64_t extend_prefix(uint64_t prefix_hash, uint64_t block_id) {
+  return splitmix64(prefix_hash * 0x100000001b3ULL ^ splitmix64(block_id));
+}
+
+struct TurnRef {
+  size_t session, turn;
+};
+
+std::vector<TurnRef> visit_order(const Trace& trace) {
+  std::vector<TurnRef> order;
+  for (size_t s = 0; s < trace.sessions.size(); ++s)
+    for (size_t t = 0; t < trace.sessions[s].turns.size(); ++t) order.push_back({s, t});
+  if (!trace.closed_loop)
+    std::stable_sort(order.begin(), order.end(), [&](const TurnRef& a, const TurnRef& b) {
+      return trace.sessions[a.session].turns[a.turn].arrival_s < trace.sessions[b.session].turns[b.turn].arrival_s;
+    });
+  return order;
+}
+
+}  // namespace
+
+std::vector<std::vector<int64_t>> theoretical_hit_tokens(const Trace& trace) {
+  std::vector<std::vector<int64_t>> hits(trace.sessions.size());
+  for (size_t s = 0; s < trace.sessions.size(); ++s) hits[s].assign(trace.sessions[s].turns.size(), 0);
+  std::unordered_set<uint64_t> seen;  // hashes of every full-block prefix seen so far
+  const int64_t bt = trace.block_tokens;
+  for (const TurnRef& ref : visit_order(trace)) {
+    const TraceTurn& turn = trace.sessions[ref.session].turns[ref.turn];
+    int64_t full = std::min<int64_t>(turn.n_input_tokens / bt, static_cast<int64_t>(turn.hash_ids.size()));
+    uint64_t h = 0x6a09e667f3bcc908ULL;
+    int64_t matched = 0;
+    bool matching = true;
+    for (int64_t b = 0; b < full; ++b) {
+      h = extend_prefix(h, turn.hash_ids[static_cast<size_t>(b)]);
+      bool inserted = seen.insert(h).second;
+      if (matching && !inserted) ++matched;
+      else matching = false;
+    }
+    hits[ref.session][ref.turn] = matched * bt;
+  }
+  return hits;
+}
+
+double theoretical_hit_rate(const Trace& trace) {
+  std::vector<std::vector<int64_t>> hits = theoretical_hit_tokens(trace);
+  int64_t hit = 0, total = 0;
+  for (size_t s = 0; s < hits.size(); ++s) {
+    hit = std::accumulate(hits[s].begin(), hits[s].end(), hit);
+    for (const TraceTurn& t : trace.sessions[s].turns) total += t.n_input_tokens;
+  }
+  return total == 0 ? 0.0 : static_cast<double>(hit) / static_cast<double>(total);
+}
+
+TraceSummary summarize(const Trace& trace) {
+  TraceSummary sum;
+  std::vector<double> in, out, turns;
+  for (const TraceSession& s : trace.sessions) {
+    turns.push_back(static_cast<double>(s.turns.size()));
+    for (const TraceTurn& t : s.turns) {
+      in.push_back(static_cast<double>(t.n_input_tokens));
+      out.push_back(static_cast<double>(t.n_output_tokens));
+      sum.total_input_tokens += t.n_input_tokens;
+      sum.total_output_tokens += t.n_output_tokens;
+    }
+  }
+  sum.n_sessions = static_cast<int64_t>(trace.sessions.size());
+  sum.n_turns = static_cast<int64_t>(in.size());
+  sum.median_input_tokens = median(in);
+  sum.median_output_tokens = median(out);
+  sum.mean_output_tokens = in.empty() ? 0 : static_cast<double>(sum.total_output_tokens) / static_cast<double>(in.size());
+  sum.median_turns_per_session = median(turns);
+  return sum;
+}
+
+}  // namespace ds
