@@ -290,7 +290,7 @@ void write_small_checkpoint(const std::string& dir, const SmallShape& s) {
 // ---- timing the runner -----------------------------------------------------------------------
 std::vector<int32_t> random_tokens(int n, int vocab, uint64_t seed) {
   Rng rng{seed};
-  std::vector<int32_t> t(size_t(n));
+  std::vector<int32_t> t(static_cast<size_t>(n));
   for (auto& x : t) x = int32_t(rng.next() % uint64_t(vocab));
   return t;
 }

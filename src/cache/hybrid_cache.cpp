@@ -42,15 +42,26 @@ void HybridCache::Impl::walk(std::span<const int32_t> prompt, TreeWalk& out) con
   // At least one prompt token is always computed (its logits start decoding): pages fully inside
   // [0, len - 1) only.
   const int64_t max_pages = prompt.empty() ? 0 : (static_cast<int64_t>(prompt.size()) - 1) / P;
+  // Keys depend only on the tokens, so they are computed a block ahead and their map slots
+  // prefetched: the walk is bound by cache misses, not by hashing.
+  constexpr int64_t kBlock = 16;
+  uint64_t keys[kBlock];
   int32_t node = PrefixTree::kRoot;
   uint64_t key = kRootPageKey;
-  for (int64_t i = 0; i < max_pages; ++i) {
-    key = chain_key(key, hash_page(prompt.subspan(i * P, P)));
-    const int32_t child = tree.find_child(node, key);
-    if (child < 0) break;
-    node = child;
-    out.path.push_back(node);
-    if (tree.at(node).has_checkpoint()) out.hit_pages = i + 1;
+  for (int64_t b = 0; b < max_pages; b += kBlock) {
+    const int64_t n = std::min(kBlock, max_pages - b);
+    for (int64_t j = 0; j < n; ++j) {
+      key = chain_key(key, hash_page(prompt.subspan((b + j) * P, P)));
+      keys[j] = key;
+      tree.prefetch(key);
+    }
+    for (int64_t j = 0; j < n; ++j) {
+      const int32_t child = tree.find_child(node, keys[j]);
+      if (child < 0) return;
+      node = child;
+      out.path.push_back(node);
+      if (tree.at(node).has_checkpoint()) out.hit_pages = b + j + 1;
+    }
   }
 }
 
@@ -180,6 +191,12 @@ std::optional<Admission> HybridCache::admit(std::span<const int32_t> prompt) {
   TreeWalk w;
   m.walk(prompt, w);
   const CacheHit hit = m.hit_of(w);
+  // Semantic branch point: the prompt leaves a cached path at a node that has other children
+  // (computed before room making, which may evict the unlocked part of the walk).
+  int64_t branch_tokens = 0;
+  if (!w.path.empty() && static_cast<int64_t>(w.path.size()) > w.hit_pages &&
+      m.tree.at(w.path.back()).n_children > 0)
+    branch_tokens = static_cast<int64_t>(w.path.size()) * m.cfg.page_tokens;
   // Lock the restorable path first so room making cannot evict it, and pin its checkpoint.
   for (int64_t i = 0; i < w.hit_pages; ++i) {
     TreeNode& n = m.tree.at(w.path[i]);
@@ -204,6 +221,7 @@ std::optional<Admission> HybridCache::admit(std::span<const int32_t> prompt) {
   s.prompt_tokens = static_cast<int64_t>(prompt.size());
   s.hit_tokens = s.reserved_tokens = s.committed_tokens = hit.n_hit_tokens;
   s.live_slot = slot;
+  s.branch_tokens = branch_tokens;
   s.tail_key = w.hit_pages > 0 ? m.tree.at(hit_node).key : kRootPageKey;
   for (int64_t i = 0; i < w.hit_pages; ++i) {
     const int32_t node = w.path[i];
@@ -222,10 +240,6 @@ std::optional<Admission> HybridCache::admit(std::span<const int32_t> prompt) {
     s.pages.push_back(n.page);
     s.path.push_back(node);
   }
-  // Semantic branch point: the prompt leaves a cached path at a node that has other children.
-  if (!w.path.empty() && static_cast<int64_t>(w.path.size()) > w.hit_pages &&
-      m.tree.at(w.path.back()).n_children > 0)
-    s.branch_tokens = static_cast<int64_t>(w.path.size()) * m.cfg.page_tokens;
   if (hit_node >= 0) {
     ++m.stats.checkpoints_used;
     m.tree.at(hit_node).ckpt_access = m.tick;

@@ -58,8 +58,10 @@ class HybridCache {
 
   // Starts a sequence for `prompt`: re-matches, locks the hit path, copies (CoW) the hit checkpoint
   // into a fresh live-state slot, promotes host-tier hit pages to the device (evicting unlocked
-  // entries as needed), records hit statistics. nullopt = no device room for the live state and the
-  // promoted pages now (nothing changed; the caller retries later or preempts someone).
+  // entries as needed), records hit statistics. Only full pages inside [0, prompt.size() - 1) can
+  // hit, so at least one token is always computed. nullopt = no device room for the live state and
+  // the promoted pages now (no sequence created, though unlocked entries may have been evicted; the
+  // caller retries later or preempts someone).
   std::optional<Admission> admit(std::span<const int32_t> prompt);
 
   // Ensures the sequence owns device pages for n_tokens_total tokens (prefill chunk or decode
@@ -78,7 +80,9 @@ class HybridCache {
   // computed range. Checkpoints that do not fit even after eviction are skipped (counted).
   void commit(SeqId seq, std::span<const int32_t> tokens, int64_t n_computed);
 
-  // Request done: commits all full pages of all_tokens (prompt + decoded), adds the retention
+  // Request done: commits the full pages of all_tokens (prompt + decoded; only the first
+  // min(all_tokens.size(), reserved tokens) count as computed — pass exactly the computed tokens
+  // when the last sampled token has no KV yet), adds the retention
   // policy's end-of-sequence checkpoint (semantic: last decoded token, rounded down to a page; the
   // executor keeps that state when decode crosses a page boundary), then releases the sequence
   // (unlock, free the live state and any page the tree did not adopt).

@@ -20,6 +20,8 @@ class PageKeyMap {
       if (slots_[i].key == 0) return -1;
     }
   }
+  // Hint: the slot of `key` will be probed soon (hides the cache miss of a long walk).
+  void prefetch(uint64_t key) const { __builtin_prefetch(&slots_[key & mask()]); }
   // false when the key is already present (the map is unchanged).
   bool insert(uint64_t key, int32_t node) {
     if (2 * (size_ + 1) > slots_.size()) grow();

@@ -44,6 +44,7 @@ class PrefixTree {
 
   // Child of `parent` whose chained key is `key`, or -1.
   int32_t find_child(int32_t parent, uint64_t key) const;
+  void prefetch(uint64_t key) const { by_key_.prefetch(key); }
   // New leaf under parent (must not exist yet) owning `page` in `tier`.
   int32_t add_child(int32_t parent, uint64_t key, int32_t page, int8_t tier);
   // Removes a childless, unlocked, checkpoint-free node (the caller freed its page).

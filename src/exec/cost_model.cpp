@@ -8,7 +8,7 @@
 namespace ds {
 
 CostModel::CostModel(const ModelProfile& model, const HardwareProfile& hw, CostOptions opt)
-    : model_(model), opt_(opt) {
+    : opt_(opt) {
   DS_CHECK(opt.tp >= 1, "tensor parallel size must be >= 1, got {}", opt.tp);
   DS_CHECK(opt.kda_chunk_tokens >= 1, "KDA chunk size must be >= 1, got {}", opt.kda_chunk_tokens);
   const double tp = opt.tp;
@@ -24,6 +24,11 @@ CostModel::CostModel(const ModelProfile& model, const HardwareProfile& hw, CostO
   kv_bytes_token_ = double(model.kv_bytes_per_token(opt.kv_dtype_bytes));
   state_bytes_gpu_ = double(model.kda_state_bytes()) / tp;
   hidden_ = c.hidden;
+  mla_key_decode_ = model.mla_flops_per_key(true) / tp;
+  mla_key_prefill_ = model.mla_flops_per_key(false) / tp;
+  mla_expand_ = model.mla_expand_flops_per_context_token() / tp;
+  kda_token_decode_ = model.kda_flops_per_token(true, opt.kda_chunk_tokens) / tp;
+  kda_token_prefill_ = model.kda_flops_per_token(false, opt.kda_chunk_tokens) / tp;
   // Two allreduces of the bf16 hidden state per layer (after the mixer and after the FFN);
   // a ring allreduce moves 2 (tp - 1) / tp of the message over each GPU's link.
   if (opt.tp > 1) {
@@ -60,9 +65,13 @@ StepCost CostModel::step(const StepWork& work) const {
     if (s.n_new_tokens == 0) continue;
     n_tok += double(s.n_new_tokens);
     n_seq += 1;
-    attn_flops += model_.mla_attention_flops(s.n_new_tokens, s.n_context_tokens) / opt_.tp;
-    attn_bytes += double(s.n_context_tokens + s.n_new_tokens) * kv_bytes_token_;  // read context, write new
-    kda_flops += model_.kda_flops(s.n_new_tokens, opt_.kda_chunk_tokens) / opt_.tp;
+    // Same formulas as ModelProfile::mla_attention_flops / kda_flops, with per-GPU coefficients.
+    const double n = double(s.n_new_tokens), ctx = double(s.n_context_tokens);
+    const double keys = n * ctx + n * (n + 1) / 2;
+    const bool decode = s.n_new_tokens == 1;
+    attn_flops += decode ? mla_key_decode_ * keys : mla_key_prefill_ * keys + mla_expand_ * ctx;
+    attn_bytes += (ctx + n) * kv_bytes_token_;  // read the context, write the new tokens
+    kda_flops += (decode ? kda_token_decode_ : kda_token_prefill_) * n;
     kda_bytes += 2.0 * state_bytes_gpu_;  // read the live state, write it back
   }
   if (n_tok > 0) {

@@ -67,7 +67,6 @@ class CostModel {
   double kv_bytes_per_token() const { return kv_bytes_token_; }  // per GPU (replicated latent)
 
  private:
-  ModelProfile model_;  // a copy: the cost model owns what it reads
   CostOptions opt_;
   // Per-GPU constants, computed once.
   double dense_bytes_gpu_ = 0;     // weights streamed every step (all but embedding / routed experts)
@@ -81,6 +80,8 @@ class CostModel {
   double allreduce_bytes_token_ = 0;  // per GPU link traffic per token, all layers
   double allreduce_calls_ = 0;        // per step
   double hidden_ = 0;
+  double mla_key_decode_ = 0, mla_key_prefill_ = 0, mla_expand_ = 0;  // per GPU FLOPs
+  double kda_token_decode_ = 0, kda_token_prefill_ = 0;              // per GPU FLOPs
   // Effective rates.
   double mem_bw_ = 0, gemm_peak_ = 0, expert_peak_ = 0, attn_peak_ = 0, kda_peak_ = 0;
   double link_bw_ = 0, host_bw_ = 0, comm_latency_s_ = 0;

@@ -3,7 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
-#include <string_view>
+#include <initializer_list>
 
 #include "core/check.h"
 #include "exec/hardware_profile.h"
@@ -14,58 +14,70 @@ namespace {
 
 using nlohmann::json;
 
-// Adds `n` parameters to one kind; `replicated` marks tensors every TP rank holds in full.
+// Adds products of shape factors to one kind; `replicated` marks tensors every TP rank holds in
+// full. Overflow of int64 (absurd configs) is reported as an error, never wrapped.
 struct Counter {
   std::array<WeightGroup, kWeightKinds>& w;
-  void add(WeightKind k, int64_t n, bool replicated = false) {
-    w[size_t(k)].params += n;
-    if (replicated) w[size_t(k)].replicated_params += n;
+  const std::string& name;
+  void add(WeightKind k, std::initializer_list<int64_t> factors, bool replicated = false) {
+    int64_t n = 1;
+    for (int64_t f : factors) {
+      if (__builtin_mul_overflow(n, f, &n)) overflow();
+    }
+    WeightGroup& g = w[size_t(k)];
+    if (__builtin_add_overflow(g.params, n, &g.params)) overflow();
+    if (replicated && __builtin_add_overflow(g.replicated_params, n, &g.replicated_params)) overflow();
   }
+  [[noreturn]] void overflow() const { fail("{}: parameter count overflows 64 bits (config too large)", name); }
 };
 
 void count_kda_layer(const ModelConfig& c, Counter& n) {
-  const int64_t D = c.hidden, H = c.kda.n_head, K = c.kda.head_dim, P = H * K, W = c.kda.conv_kernel;
-  n.add(WeightKind::Kda, 3 * P * D);      // q/k/v_proj
-  n.add(WeightKind::Kda, 3 * P * W);      // q/k/v_conv1d [P, 1, W]
-  n.add(WeightKind::Kda, K * D, true);    // f_a_proj (low-rank down, rank K)
-  n.add(WeightKind::Kda, P * K);          // f_b_proj
-  n.add(WeightKind::Kda, H + P);          // A_log [H], dt_bias [P]
-  n.add(WeightKind::Kda, H * D);          // b_proj
+  const int64_t D = c.hidden, H = c.kda.n_head, K = c.kda.head_dim, W = c.kda.conv_kernel;
+  n.add(WeightKind::Kda, {3, H, K, D});      // q/k/v_proj
+  n.add(WeightKind::Kda, {3, H, K, W});      // q/k/v_conv1d [H*K, 1, W]
+  n.add(WeightKind::Kda, {K, D}, true);      // f_a_proj (low-rank down, rank K)
+  n.add(WeightKind::Kda, {H, K, K});         // f_b_proj
+  n.add(WeightKind::Kda, {H});               // A_log [H]
+  n.add(WeightKind::Kda, {H, K});            // dt_bias [H*K]
+  n.add(WeightKind::Kda, {H, D});            // b_proj
   if (c.kda.full_rank_output_gate) {
-    n.add(WeightKind::Kda, P * D);        // g_proj
+    n.add(WeightKind::Kda, {H, K, D});       // g_proj
   } else {
-    n.add(WeightKind::Kda, K * D, true);  // g_a_proj
-    n.add(WeightKind::Kda, P * K);        // g_b_proj
+    n.add(WeightKind::Kda, {K, D}, true);    // g_a_proj
+    n.add(WeightKind::Kda, {H, K, K});       // g_b_proj
   }
-  n.add(WeightKind::Kda, K, true);        // o_norm (shared by heads)
-  n.add(WeightKind::Kda, D * P);          // o_proj
+  n.add(WeightKind::Kda, {K}, true);         // o_norm (shared by heads)
+  n.add(WeightKind::Kda, {D, H, K});         // o_proj
 }
 
 void count_mla_layer(const ModelConfig& c, Counter& n) {
   const MlaConfig& m = c.mla;
-  const int64_t D = c.hidden, NH = m.n_head, QK = m.qk_head_dim(), V = m.v_head_dim;
-  if (m.q_lora_rank > 0) {
-    n.add(WeightKind::Mla, int64_t(m.q_lora_rank) * D + m.q_lora_rank, true);  // q_a_proj + q_a_layernorm
-    n.add(WeightKind::Mla, NH * QK * m.q_lora_rank);                         // q_b_proj
+  const int64_t D = c.hidden, NH = m.n_head, QK = m.qk_head_dim(), V = m.v_head_dim, QR = m.q_lora_rank;
+  if (QR > 0) {
+    n.add(WeightKind::Mla, {QR, D}, true);  // q_a_proj
+    n.add(WeightKind::Mla, {QR}, true);     // q_a_layernorm
+    n.add(WeightKind::Mla, {NH, QK, QR});   // q_b_proj
   } else {
-    n.add(WeightKind::Mla, NH * QK * D);  // q_proj
+    n.add(WeightKind::Mla, {NH, QK, D});    // q_proj
   }
-  n.add(WeightKind::Mla, int64_t(m.latent_dim()) * D + m.kv_lora_rank, true);  // kv_a_proj_with_mqa + norm
-  n.add(WeightKind::Mla, NH * (m.qk_nope_head_dim + V) * m.kv_lora_rank);      // kv_b_proj
-  if (m.output_gate) n.add(WeightKind::Mla, NH * V * D);                       // g_proj
-  n.add(WeightKind::Mla, D * NH * V);                                          // o_proj
+  n.add(WeightKind::Mla, {m.latent_dim(), D}, true);                        // kv_a_proj_with_mqa
+  n.add(WeightKind::Mla, {m.kv_lora_rank}, true);                           // kv_a_layernorm
+  n.add(WeightKind::Mla, {NH, int64_t(m.qk_nope_head_dim) + V, m.kv_lora_rank});  // kv_b_proj
+  if (m.output_gate) n.add(WeightKind::Mla, {NH, V, D});                    // g_proj
+  n.add(WeightKind::Mla, {D, NH, V});                                       // o_proj
 }
 
 void count_moe_layer(const ModelConfig& c, Counter& n) {
   const MoeConfig& m = c.moe;
   const int64_t D = c.hidden, E = m.n_expert, I = m.expert_intermediate;
   const int64_t Dl = m.latent_dim > 0 ? m.latent_dim : D;
-  n.add(WeightKind::Router, E * D + E, true);  // gate.weight + e_score_correction_bias
-  n.add(WeightKind::SharedExpert, 3 * int64_t(m.n_shared_expert) * I * D);
-  n.add(WeightKind::RoutedExpert, E * 3 * I * Dl);
+  n.add(WeightKind::Router, {E, D}, true);  // gate.weight
+  n.add(WeightKind::Router, {E}, true);     // e_score_correction_bias
+  n.add(WeightKind::SharedExpert, {3, m.n_shared_expert, I, D});
+  n.add(WeightKind::RoutedExpert, {E, 3, I, Dl});
   if (m.latent_dim > 0) {
-    n.add(WeightKind::LatentProj, 2 * Dl * D, true);          // routed_expert_down/up_proj
-    if (m.latent_norm) n.add(WeightKind::LatentProj, Dl, true);  // routed_expert_norm
+    n.add(WeightKind::LatentProj, {2, Dl, D}, true);             // routed_expert_down/up_proj
+    if (m.latent_norm) n.add(WeightKind::LatentProj, {Dl}, true);  // routed_expert_norm
   }
 }
 
@@ -189,15 +201,23 @@ double ModelProfile::routed_linear_flops_per_token() const {
   return 2.0 * n_moe_layers() * config.moe.n_expert_per_token * double(expert_params());
 }
 
+double ModelProfile::mla_flops_per_key(bool decode) const {
+  const MlaConfig& m = config.mla;
+  const double per_head = decode ? 2.0 * (m.latent_dim() + m.kv_lora_rank) : 2.0 * (m.qk_head_dim() + m.v_head_dim);
+  return double(config.n_mla_layers()) * m.n_head * per_head;
+}
+
+double ModelProfile::mla_expand_flops_per_context_token() const {
+  const MlaConfig& m = config.mla;
+  return double(config.n_mla_layers()) * 2.0 * m.kv_lora_rank * m.n_head * (m.qk_nope_head_dim + m.v_head_dim);
+}
+
 double ModelProfile::mla_attention_flops(int64_t n_new, int64_t n_context) const {
   if (n_new <= 0) return 0;
-  const MlaConfig& m = config.mla;
   const double n = double(n_new), c = double(n_context);
   const double keys = n * c + n * (n + 1) / 2;  // causal: token i of the chunk sees c + i keys
-  const double layers = config.n_mla_layers(), heads = m.n_head;
-  if (n_new == 1) return layers * heads * 2.0 * (m.latent_dim() + m.kv_lora_rank) * keys;
-  const double expand = c * 2.0 * m.kv_lora_rank * heads * (m.qk_nope_head_dim + m.v_head_dim);
-  return layers * (heads * 2.0 * (m.qk_head_dim() + m.v_head_dim) * keys + expand);
+  if (n_new == 1) return mla_flops_per_key(true) * keys;
+  return mla_flops_per_key(false) * keys + mla_expand_flops_per_context_token() * c;
 }
 
 double ModelProfile::kda_chunk_flops(int64_t C, int64_t D) {
@@ -205,13 +225,17 @@ double ModelProfile::kda_chunk_flops(int64_t C, int64_t D) {
   return 12 * c * c * c + 8 * c * c * d + 6 * c * d * d;
 }
 
-double ModelProfile::kda_flops(int64_t n_new, int chunk_tokens) const {
-  if (n_new <= 0) return 0;
+double ModelProfile::kda_flops_per_token(bool decode, int chunk_tokens) const {
   DS_CHECK(chunk_tokens > 0, "KDA chunk size must be positive, got {}", chunk_tokens);
   const double per_head_layer = double(config.n_kda_layers()) * config.kda.n_head;
   const int64_t K = config.kda.head_dim;
-  if (n_new == 1) return per_head_layer * 7.0 * double(K * K);
-  return per_head_layer * (double(n_new) / chunk_tokens) * kda_chunk_flops(chunk_tokens, K);
+  if (decode) return per_head_layer * 7.0 * double(K * K);
+  return per_head_layer * kda_chunk_flops(chunk_tokens, K) / chunk_tokens;
+}
+
+double ModelProfile::kda_flops(int64_t n_new, int chunk_tokens) const {
+  if (n_new <= 0) return 0;
+  return kda_flops_per_token(n_new == 1, chunk_tokens) * double(n_new);
 }
 
 ModelProfile ModelProfile::from_config(const ModelConfig& c, std::string name, double routed_expert_bits) {
@@ -220,18 +244,25 @@ ModelProfile ModelProfile::from_config(const ModelConfig& c, std::string name, d
   ModelProfile p;
   p.name = std::move(name);
   p.config = c;
-  Counter n{p.weights};
+  DS_CHECK(int(c.layer_kind.size()) == c.n_layer, "{}: {} layer kinds for {} layers", p.name, c.layer_kind.size(),
+           c.n_layer);
+  Counter n{p.weights, p.name};
   const int64_t D = c.hidden, V = c.vocab_size;
-  n.add(WeightKind::Embedding, V * D);
-  if (!c.tie_word_embeddings) n.add(WeightKind::LmHead, V * D);
-  const int64_t norms_per_layer = c.attn_res_block_size > 0 ? 6 : 2;  // + AttnRes norm/query per sublayer
-  n.add(WeightKind::Norm, int64_t(c.n_layer) * norms_per_layer * D + (c.attn_res_block_size > 0 ? 3 : 1) * D,
-        true);
+  n.add(WeightKind::Embedding, {V, D});
+  if (!c.tie_word_embeddings) n.add(WeightKind::LmHead, {V, D});
+  const bool attn_res = c.attn_res_block_size > 0;  // + AttnRes norm and query per sublayer
+  n.add(WeightKind::Norm, {c.n_layer, attn_res ? 6 : 2, D}, true);
+  n.add(WeightKind::Norm, {attn_res ? 3 : 1, D}, true);  // final norm (+ output AttnRes norm, query)
   for (int l = 0; l < c.n_layer; ++l) {
     if (c.layer_kind[size_t(l)] == LayerKind::Kda) count_kda_layer(c, n);
     else count_mla_layer(c, n);
     if (c.is_moe_layer(l)) count_moe_layer(c, n);
-    else n.add(WeightKind::DenseMlp, 3 * int64_t(c.dense_intermediate) * D);
+    else n.add(WeightKind::DenseMlp, {3, c.dense_intermediate, D});
+  }
+  // Bounding the total bounds every derived count (active params, state and KV bytes) too.
+  int64_t total = 0;
+  for (const WeightGroup& g : p.weights) {
+    if (__builtin_add_overflow(total, g.params, &total) || total > (int64_t(1) << 53)) n.overflow();
   }
   p.weights[size_t(WeightKind::RoutedExpert)].bits = routed_expert_bits;
   p.routed_expert_format = routed_expert_bits < 16 ? "mxfp4" : "bf16";

@@ -75,9 +75,12 @@ struct ModelProfile {
   // Prefill (n_new > 1): per head 2 (qk + v) per key, plus re-expanding the cached latent
   // through kv_b_proj for the context. Decode (n_new == 1): absorbed form, 2 (latent + kv_lora) per key.
   double mla_attention_flops(int64_t n_new, int64_t n_context) const;
+  double mla_flops_per_key(bool decode) const;           // whole model, per (query, key) pair
+  double mla_expand_flops_per_context_token() const;     // prefill: kv_b_proj on a cached token
   // KDA chunked-prefill FLOPs for `n_new` tokens, whole model: (n_new / C) chunks x per-head
   // chunk cost x heads x n_kda layers. Decode (n_new == 1): 7 K^2 per head per layer.
   double kda_flops(int64_t n_new, int chunk_tokens) const;
+  double kda_flops_per_token(bool decode, int chunk_tokens) const;  // whole model
   // FlashKDA cost of one chunk of C tokens of one head with head dim D: 12C^3 + 8C^2 D + 6C D^2.
   static double kda_chunk_flops(int64_t chunk_tokens, int64_t head_dim);
 

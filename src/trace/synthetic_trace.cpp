@@ -40,7 +40,7 @@ struct SessionShape {
 // Prompt lengths of a session for tool scale `c`: in_0 = system + first_user,
 // in_k = in_{k-1} + out_{k-1} + c * tool_k, compacted to system + kCompactedTokens past `context`.
 // `epoch_start[k]` is true where a compaction restarted the content.
-std::vector<int64_t> prompt_lengths(const SessionShape& s, const SyntheticTraceParams& p, double c,
+std::vector<int64_t> prompt_lengths(const SessionShape& s, const SyntheticTraceParams& p, double c, int64_t context,
                                     std::vector<bool>* epoch_start) {
   std::vector<int64_t> in(s.out.size());
   if (epoch_start) epoch_start->assign(s.out.size(), false);
@@ -50,34 +50,61 @@ std::vector<int64_t> prompt_lengths(const SessionShape& s, const SyntheticTraceP
       continue;
     }
     in[k] = in[k - 1] + s.out[k - 1] + std::max<int64_t>(1, std::llround(c * s.tool[k]));
-    if (in[k] > p.context) {
-      in[k] = std::min(p.context, p.system + kCompactedTokens);
+    if (in[k] > context) {
+      in[k] = std::min(context, p.system + kCompactedTokens);
       if (epoch_start) (*epoch_start)[k] = true;
     }
   }
   return in;
 }
 
-int64_t pooled_median(const std::vector<SessionShape>& shapes, const SyntheticTraceParams& p, double c) {
+// Median prompt length over all turns (mean of the two middle values for an even count, as in
+// summarize()), with prompts compacted past `context`.
+double pooled_median(const std::vector<SessionShape>& shapes, const SyntheticTraceParams& p, double c,
+                     int64_t context) {
   std::vector<int64_t> all;
   for (const SessionShape& s : shapes) {
-    std::vector<int64_t> in = prompt_lengths(s, p, c, nullptr);
+    std::vector<int64_t> in = prompt_lengths(s, p, c, context, nullptr);
     all.insert(all.end(), in.begin(), in.end());
   }
-  std::nth_element(all.begin(), all.begin() + static_cast<ptrdiff_t>(all.size() / 2), all.end());
-  return all[all.size() / 2];
+  std::sort(all.begin(), all.end());
+  size_t n = all.size();
+  return n % 2 ? static_cast<double>(all[n / 2]) : 0.5 * static_cast<double>(all[n / 2 - 1] + all[n / 2]);
 }
 
-// Tool-token scale whose pooled median prompt length is params.input (bisection; the median is
-// monotone in the scale).
-double calibrate_tool_scale(const std::vector<SessionShape>& shapes, const SyntheticTraceParams& p) {
-  double lo = 0, hi = 1;
-  while (pooled_median(shapes, p, hi) < p.input && hi < 1e9) hi *= 2;
+// Bisection for a scale in [lo, hi] where the median crosses params.input (median(lo) below it,
+// median(hi) at or above it).
+double bisect_scale(const std::vector<SessionShape>& shapes, const SyntheticTraceParams& p, double lo, double hi,
+                    int64_t context) {
   for (int i = 0; i < 60; ++i) {
     double mid = 0.5 * (lo + hi);
-    (pooled_median(shapes, p, mid) < p.input ? lo : hi) = mid;
+    (pooled_median(shapes, p, mid, context) < static_cast<double>(p.input) ? lo : hi) = mid;
   }
   return hi;
+}
+
+// Tool-token scale whose pooled median prompt length is params.input. Without compaction the
+// median grows monotonically with the scale; compaction only lowers prompts, so from that scale
+// search upwards (up to 8x) for a crossing with compaction, else keep it (the median then falls
+// short: the context cannot hold such prompts often enough).
+double calibrate_tool_scale(const std::vector<SessionShape>& shapes, const SyntheticTraceParams& p) {
+  const double target = static_cast<double>(p.input);
+  double hi = 1;
+  while (pooled_median(shapes, p, hi, INT64_MAX) < target && hi < 1e9) hi *= 2;
+  double c0 = bisect_scale(shapes, p, 0, hi, INT64_MAX);
+  if (pooled_median(shapes, p, c0, p.context) >= target) return c0;
+  for (double c = c0 * 1.25; c <= c0 * 8; c *= 1.25)
+    if (pooled_median(shapes, p, c, p.context) >= target) return bisect_scale(shapes, p, c / 1.25, c, p.context);
+  return c0;
+}
+
+// Shifts `z` so that its median is 0.
+void center_on_median(std::vector<double>& z) {
+  std::vector<double> sorted = z;
+  std::sort(sorted.begin(), sorted.end());
+  size_t n = sorted.size();
+  double med = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+  for (double& x : z) x -= med;
 }
 
 int64_t parse_int(std::string_view key, std::string_view v, int64_t lo, int64_t hi) {
@@ -123,25 +150,39 @@ SyntheticTraceParams parse_synthetic_params(const std::string& kv) {
   }
   DS_CHECK(p.system < p.context, "synthetic trace: system={} must be below context={}", p.system, p.context);
   DS_CHECK(p.input > p.system, "synthetic trace: input={} must exceed system={}", p.input, p.system);
+  DS_CHECK(p.input < p.context, "synthetic trace: input={} must be below context={}", p.input, p.context);
   return p;
 }
 
 Trace generate_synthetic_trace(const SyntheticTraceParams& p) {
-  DS_CHECK(p.sessions >= 1 && p.turns >= 1 && p.block >= 1 && p.system < p.context && p.input > p.system,
+  DS_CHECK(p.sessions >= 1 && p.turns >= 1 && p.block >= 1 && p.system < p.context && p.input > p.system &&
+               p.input < p.context,
            "synthetic trace: bad params sessions={} turns={} block={} system={} context={} input={}", p.sessions,
            p.turns, p.block, p.system, p.context, p.input);
   Rng rng{p.seed * 0x2545f4914f6cdd1dULL + 0x1234567ULL};
+  // Turn counts and output lengths are lognormal around the requested medians; their normal
+  // draws are centred on their own sample median so the medians hold exactly, not only on average.
+  std::vector<double> z_turns(static_cast<size_t>(p.sessions));
+  for (double& z : z_turns) z = rng.normal();
+  center_on_median(z_turns);
   std::vector<SessionShape> shapes(static_cast<size_t>(p.sessions));
-  for (SessionShape& s : shapes) {
-    int64_t n = std::max<int64_t>(2, std::llround(rng.lognormal(static_cast<double>(p.turns), kTurnsSigma)));
-    if (p.turns == 1) n = 1;
+  std::vector<double> z_out;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    SessionShape& s = shapes[i];
+    int64_t n = std::llround(static_cast<double>(p.turns) * std::exp(kTurnsSigma * z_turns[i]));
+    n = p.turns == 1 ? 1 : std::max<int64_t>(2, n);
     s.first_user = std::max<int64_t>(1, std::llround(rng.lognormal(kFirstUserTokens, 1.0)));
     for (int64_t k = 0; k < n; ++k) {
-      s.out.push_back(std::max<int64_t>(1, std::llround(rng.lognormal(static_cast<double>(p.output), kOutputSigma))));
+      z_out.push_back(rng.normal());
       s.tool.push_back(k == 0 ? 0.0 : rng.lognormal(1.0, kToolSigma));
       s.think_s.push_back(k == 0 ? 0.0 : rng.lognormal(p.think, kThinkSigma));
     }
   }
+  center_on_median(z_out);
+  size_t j = 0;
+  for (SessionShape& s : shapes)
+    for (size_t k = 0; k < s.tool.size(); ++k)
+      s.out.push_back(std::max<int64_t>(1, std::llround(static_cast<double>(p.output) * std::exp(kOutputSigma * z_out[j++]))));
   double scale = calibrate_tool_scale(shapes, p);
 
   Trace trace;
@@ -154,7 +195,7 @@ Trace generate_synthetic_trace(const SyntheticTraceParams& p) {
   for (size_t i = 0; i < shapes.size(); ++i) {
     const SessionShape& s = shapes[i];
     std::vector<bool> epoch_start;
-    std::vector<int64_t> in = prompt_lengths(s, p, scale, &epoch_start);
+    std::vector<int64_t> in = prompt_lengths(s, p, scale, p.context, &epoch_start);
     TraceSession session{fmt::format("synthetic-{}", i), {}};
     uint64_t ns = 0;
     double t = 0;

@@ -14,7 +14,8 @@ namespace ds {
 struct SyntheticTraceParams {
   int64_t sessions = 32;             // number of sessions
   int64_t turns = 65;                // median turns per session (lognormal, sigma 0.5, >= 2)
-  int64_t input = 142000;            // median prompt tokens over all turns (met by calibration)
+  int64_t input = 142000;            // median prompt tokens over all turns (met by calibrating
+                                     // the tool-result sizes, compaction included when possible)
   int64_t output = 444;              // median output tokens per turn (lognormal, sigma 1.0)
   int64_t system = 17216;            // shared system prompt + tool definitions, tokens
   double think = 10.0;               // median think time before a turn, s (lognormal, sigma 1.5)

@@ -221,6 +221,29 @@ TEST(HybridCache, WithoutHostTierEvictionDrops) {
   EXPECT_EQ(cache.match(iota_tokens(0, 9)).n_kv_tokens, 0);
 }
 
+// Two multi-turn sessions interleaved in 40 bytes of device memory (prompt-end, leaf-lru): each
+// turn's growth evicts the other session's oldest unlocked leaf, never the locked hit path.
+TEST(HybridCache, InterleavedSessionsUnderPressure) {
+  HybridCache cache(small_config("prompt-end", "leaf-lru", 40));
+  const auto s1 = iota_tokens(0, 9), o1 = iota_tokens(50, 3);
+  const auto s2 = iota_tokens(100, 9), o2 = iota_tokens(150, 3);
+  run_request(cache, s1, o1);  // 3 pages + checkpoint at 8: 16 bytes
+  run_request(cache, s2, o2);  // 16 more: 32
+  const auto s1_turn2 = concat(concat(s1, o1), iota_tokens(60, 5));
+  const CacheHit h1 = run_request(cache, s1_turn2, iota_tokens(70, 3));
+  EXPECT_EQ(h1.n_kv_tokens, 12);
+  EXPECT_EQ(h1.n_hit_tokens, 8);  // the prompt-end checkpoint of turn 1
+  // Growth evicted session 1's own unlocked third page (oldest), the new checkpoint at 16 then
+  // evicted session 2's third page.
+  EXPECT_EQ(cache.stats().n_evictions(EvictReason::kv_dropped), 2);
+  const CacheHit h2 = cache.match(concat(concat(s2, o2), iota_tokens(160, 5)));
+  EXPECT_EQ(h2.n_kv_tokens, 8);
+  EXPECT_EQ(h2.n_hit_tokens, 8);
+  const CacheHit h1_turn3 = cache.match(concat(concat(s1_turn2, iota_tokens(70, 3)), iota_tokens(80, 4)));
+  EXPECT_EQ(h1_turn3.n_kv_tokens, 20);
+  EXPECT_EQ(h1_turn3.n_hit_tokens, 16);
+}
+
 TEST(HybridCache, LockedEntriesAreNeverEvictedAndReserveReportsNoRoom) {
   HybridCache cache(small_config("every-block", "leaf-lru", 16, -1, 0));
   const auto s1 = iota_tokens(0, 9), s2 = iota_tokens(100, 9);

@@ -100,7 +100,15 @@ TEST(CostModel, PrefillChargesKdaChunksAndAttention) {
   const StepCost c = cm.step(one(8192, 0));
   const double kda_flops_gpu = f.model.kda_flops(8192, 64) / 8;
   EXPECT_GE(c.kda_s, kda_flops_gpu / (f.hw.bf16_flops * f.hw.attention_efficiency) * (1 - 1e-12));
-  EXPECT_GT(c.attn_s, 0.0);
+  // Attention of a fresh 8k chunk is compute bound: exactly the profile's FLOPs at the fp8 peak.
+  const double attn_flops_gpu = f.model.mla_attention_flops(8192, 0) / 8;
+  const double attn_bytes_gpu = 8192.0 * 13'824;
+  const double attn_peak = f.hw.fp8_flops * f.hw.attention_efficiency;
+  ASSERT_GT(attn_flops_gpu / attn_peak, attn_bytes_gpu / (f.hw.hbm_bw_bytes_s * f.hw.memory_efficiency));
+  EXPECT_NEAR(c.attn_s / (attn_flops_gpu / attn_peak), 1.0, 1e-12);
+  // Decode reads the whole context: memory bound at 128k.
+  const StepCost d = cm.step(one(1, 131072));
+  EXPECT_NEAR(d.attn_s / (131073.0 * 13'824 / (f.hw.hbm_bw_bytes_s * f.hw.memory_efficiency)), 1.0, 1e-12);
   EXPECT_GT(c.gemm_s, c.weights_s);  // a large prefill chunk is compute bound
   EXPECT_GT(c.comm_s, 2 * 93 * f.hw.comm_latency_s);  // TP 8: latency + bandwidth
   EXPECT_NEAR(c.total_s,
