@@ -6,20 +6,11 @@
 #include "core/check.h"
 #include "kernels/cpu/linear.h"
 #include "kernels/cpu/norm.h"
+#include "kernels/cpu/softmax.h"
 #include "layers/k3_gates.h"
 
 namespace ds {
 namespace {
-
-// p[0..n) = softmax(p[0..n)) in place, f32.
-void softmax_inplace(float* p, int64_t n) {
-  float m = p[0];
-  for (int64_t i = 1; i < n; ++i) m = std::max(m, p[i]);
-  float sum = 0.0f;
-  for (int64_t i = 0; i < n; ++i) sum += (p[i] = std::exp(p[i] - m));
-  const float inv = 1.0f / sum;
-  for (int64_t i = 0; i < n; ++i) p[i] *= inv;
-}
 
 float dot(const float* a, const float* b, int64_t n) {
   float s = 0.0f;
@@ -118,7 +109,7 @@ void MlaLayer::attend_expanded(const MlaCache& c, int64_t n, const float* q, flo
         const int64_t nt = past + i + 1;
         for (int64_t t = 0; t < nt; ++t)
           p[size_t(t)] = (dot(qi, kvb.data() + (t * H + h) * KV, dn) + dot(qi + dn, c.row(t) + R, dr)) * scale;
-        softmax_inplace(p.data(), nt);
+        softmax_rows(p.data(), 1, nt, p.data());
         float* oi = o + (i * H + h) * dv;
         std::fill(oi, oi + dv, 0.0f);
         for (int64_t t = 0; t < nt; ++t) {
@@ -151,7 +142,7 @@ void MlaLayer::attend_absorbed(const MlaCache& c, int64_t n, const float* q, flo
         const int64_t nt = past + i + 1;
         for (int64_t t = 0; t < nt; ++t)
           p[size_t(t)] = (dot(qhat.data(), c.row(t), R) + dot(qi + dn, c.row(t) + R, dr)) * scale;
-        softmax_inplace(p.data(), nt);
+        softmax_rows(p.data(), 1, nt, p.data());
         std::fill(ctx.begin(), ctx.end(), 0.0f);
         for (int64_t t = 0; t < nt; ++t)
           for (int64_t r = 0; r < R; ++r) ctx[size_t(r)] += p[size_t(t)] * c.row(t)[r];

@@ -24,68 +24,11 @@ namespace {
 
 using nlohmann::json;
 
-constexpr uint64_t kMaxHeaderBytes = 100'000'000;  // same cap as the reference safetensors reader
-constexpr int64_t kMaxNumel = int64_t(1) << 50;     // far above any real tensor; keeps products finite
-
 // A JSON value for an error message, cut to one short line.
 std::string brief(const json& v) {
   std::string s = v.dump();
   if (s.size() > 64) s = s.substr(0, 61) + "...";
   return s;
-}
-
-uint64_t read_u64_le(const uint8_t* p) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; --i) v = (v << 8) | p[i];
-  return v;
-}
-
-std::vector<int64_t> parse_shape(const json& v, const std::string& src, const std::string& name) {
-  if (!v.is_array()) fail("{}: tensor `{}`: `shape` must be a list, got {}", src, name, brief(v));
-  std::vector<int64_t> shape;
-  int64_t numel = 1;
-  for (const json& d : v) {
-    if (!d.is_number_integer() || d.get<int64_t>() < 0 || d.get<int64_t>() > kMaxNumel)
-      fail("{}: tensor `{}`: bad dimension {} in shape {}", src, name, brief(d), brief(v));
-    const int64_t n = d.get<int64_t>();
-    if (n != 0 && numel > kMaxNumel / n) fail("{}: tensor `{}`: shape {} is too large", src, name, brief(v));
-    numel *= n;
-    shape.push_back(n);
-  }
-  return shape;
-}
-
-// Parses one tensor entry of the header; returns {ref (data null), begin, end}.
-std::tuple<TensorRef, uint64_t, uint64_t> parse_entry(const std::string& name, const json& e,
-                                                      const std::string& src) {
-  if (!e.is_object()) fail("{}: tensor `{}`: entry must be an object, got {}", src, name, brief(e));
-  TensorRef t;
-  t.name = name;
-  if (!e.contains("dtype") || !e.at("dtype").is_string()) fail("{}: tensor `{}`: missing string `dtype`", src, name);
-  const std::string dt = e.at("dtype").get<std::string>();
-  if (!dtype_from_name(dt, &t.dtype)) fail("{}: tensor `{}`: unsupported dtype \"{}\"", src, name, dt);
-  if (!e.contains("shape")) fail("{}: tensor `{}`: missing `shape`", src, name);
-  t.shape = parse_shape(e.at("shape"), src, name);
-  if (!e.contains("data_offsets")) fail("{}: tensor `{}`: missing `data_offsets`", src, name);
-  const json& off = e.at("data_offsets");
-  if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() || !off[1].is_number_unsigned())
-    fail("{}: tensor `{}`: `data_offsets` must be two non-negative integers, got {}", src, name, brief(off));
-  const uint64_t begin = off[0].get<uint64_t>(), end = off[1].get<uint64_t>();
-  if (begin > end) fail("{}: tensor `{}`: data_offsets [{}, {}] run backwards", src, name, begin, end);
-  const uint64_t expect = uint64_t(t.numel()) * dtype_size(t.dtype);
-  if (end - begin != expect)
-    fail("{}: tensor `{}`: data_offsets [{}, {}] hold {} bytes, but {} {} needs {}", src, name, begin, end,
-         end - begin, dt, t.shape_str(), expect);
-  t.n_bytes = size_t(expect);
-  return {std::move(t), begin, end};
-}
-
-void parse_metadata(const json& m, const std::string& src, std::map<std::string, std::string>& out) {
-  if (!m.is_object()) fail("{}: `__metadata__` must be an object, got {}", src, brief(m));
-  for (const auto& [k, v] : m.items()) {
-    if (!v.is_string()) fail("{}: `__metadata__.{}` must be a string, got {}", src, k, brief(v));
-    out[k] = v.get<std::string>();
-  }
 }
 
 struct Fd {
@@ -121,50 +64,6 @@ std::string TensorRef::shape_str() const {
   return s + "]";
 }
 
-SafetensorsHeader SafetensorsHeader::parse(std::span<const uint8_t> head_bytes, size_t file_size,
-                                           const std::string& source) {
-  if (file_size < 8 || head_bytes.size() < 8)
-    fail("{}: file is {} bytes, too short for the 8-byte header length", source, file_size);
-  const uint64_t n = read_u64_le(head_bytes.data());
-  if (n > kMaxHeaderBytes) fail("{}: header length {} exceeds the {} byte limit", source, n, kMaxHeaderBytes);
-  if (n > file_size - 8) fail("{}: header length {} runs past the end of the {} byte file", source, n, file_size);
-  if (n > head_bytes.size() - 8) fail("{}: header length {} but only {} header bytes given", source, n, head_bytes.size() - 8);
-  const char* text = reinterpret_cast<const char*>(head_bytes.data() + 8);
-  json j;
-  try {
-    j = json::parse(text, text + n);
-  } catch (const json::exception& e) {
-    fail("{}: header is not valid JSON: {}", source, e.what());
-  }
-  if (!j.is_object()) fail("{}: header must be a JSON object", source);
-
-  SafetensorsHeader h;
-  h.data_start = size_t(8 + n);
-  const uint64_t data_bytes = file_size - h.data_start;
-  std::vector<std::tuple<uint64_t, uint64_t, const std::string*>> ranges;
-  for (const auto& [name, e] : j.items()) {
-    if (name == "__metadata__") {
-      parse_metadata(e, source, h.metadata);
-      continue;
-    }
-    auto [t, begin, end] = parse_entry(name, e, source);
-    if (end > data_bytes)
-      fail("{}: tensor `{}`: data_offsets [{}, {}] run past the {} data bytes of the file", source, name, begin,
-           end, data_bytes);
-    h.offset[name] = size_t(begin);
-    auto it = h.tensors.emplace(name, std::move(t)).first;
-    ranges.emplace_back(begin, end, &it->first);
-  }
-  std::sort(ranges.begin(), ranges.end());
-  for (size_t i = 1; i < ranges.size(); ++i) {
-    const auto& [b0, e0, n0] = ranges[i - 1];
-    const auto& [b1, e1, n1] = ranges[i];
-    if (b1 < e0)
-      fail("{}: tensors `{}` [{}, {}] and `{}` [{}, {}] overlap", source, *n0, b0, e0, *n1, b1, e1);
-  }
-  return h;
-}
-
 std::unique_ptr<SafetensorsFile> SafetensorsFile::open_header(const std::string& path) {
   Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
   if (f.fd < 0) fail("cannot open {}: {}", path, std::strerror(errno));
@@ -175,8 +74,9 @@ std::unique_ptr<SafetensorsFile> SafetensorsFile::open_header(const std::string&
   if (size < 8) fail("{}: file is {} bytes, too short for the 8-byte header length", path, size);
   uint8_t len_bytes[8];
   pread_all(f.fd, len_bytes, 8, 0, path);
-  const uint64_t n = read_u64_le(len_bytes);
-  if (n > kMaxHeaderBytes) fail("{}: header length {} exceeds the {} byte limit", path, n, kMaxHeaderBytes);
+  const uint64_t n = SafetensorsHeader::read_length(len_bytes);
+  if (n > SafetensorsHeader::kMaxHeaderBytes)
+    fail("{}: header length {} exceeds the {} byte limit", path, n, SafetensorsHeader::kMaxHeaderBytes);
   if (n > size - 8) fail("{}: header length {} runs past the end of the {} byte file", path, n, size);
   std::vector<uint8_t> head(size_t(8 + n));
   pread_all(f.fd, head.data(), head.size(), 0, path);

@@ -41,6 +41,8 @@ struct SafetensorsHeader {
   std::map<std::string, TensorRef> tensors;  // data pointers null here; offsets relative to data_start
   std::map<std::string, size_t> offset;      // tensor name -> byte offset from data_start
   std::map<std::string, std::string> metadata;
+  static constexpr uint64_t kMaxHeaderBytes = 100'000'000;  // same cap as the reference reader
+  static uint64_t read_length(const uint8_t* first8);        // the u64 LE header length
   static SafetensorsHeader parse(std::span<const uint8_t> head_bytes, size_t file_size,
                                  const std::string& source);
 };

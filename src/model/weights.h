@@ -1,6 +1,7 @@
 // Typed weights of a Kimi Linear / Kimi K3 text model: TensorRef views into a Checkpoint, bound by
 // checkpoint name with shape and dtype checks. Owns the invariants "every tensor the config implies
 // is present with its exact shape" and "no tensor of the text model is left unbound".
+// Views stay valid while the Checkpoint they were bound from (its mapped files) lives.
 // Linear weights are PyTorch layout [out, in] (y = x Wᵀ). D = hidden, H/K = KDA heads/head dim,
 // Hm = MLA heads, E = experts, I = moe_intermediate, L = routed_expert_hidden_size.
 #pragma once

@@ -177,7 +177,8 @@ void ReplayRun::lane_done(int lane_index) {
   double think_s = 0;
   if (++lane.next_turn < turns->size()) {
     think_s = std::clamp((*turns)[lane.next_turn].think_time_s, 0.0, cfg_.max_think_s);
-  } else {
+  } else {  // next session from turn 0; without a duration each session is used once
+    if (cfg_.duration_s <= 0 && session_cursor_ >= session_order_.size()) return;  // lane retires
     lane.session = session_order_[session_cursor_ % session_order_.size()];
     lane.salt = session_cursor_ / session_order_.size();
     ++session_cursor_;

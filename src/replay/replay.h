@@ -24,7 +24,8 @@ struct ReplayConfig {
   std::string label = "hbm";      // name of the cache configuration in reports
   int concurrency = 1;            // closed loop: number of lanes (>= 1); ignored open loop
   uint64_t seed = 1;              // session order, lane start points, fake tokens
-  double duration_s = 0;          // virtual seconds; the run stops there (0 = until the trace ends)
+  double duration_s = 0;          // virtual seconds; the run stops there. 0 = until the trace ends:
+                                  // each session is used once (else lanes wrap around, re-salted)
   double max_think_s = 10;        // cap on a turn's think time (AgentX idle-gap cap)
   bool warmup = true;             // closed loop: lanes start mid-session with one warm-up request
   double start_frac_lo = 0.25;    // lane start point: uniform fraction of its session's turns

@@ -154,17 +154,18 @@ struct SessionBuilder {
     return d;
   }
 
-  // Appends `reqs` (starting at session time `base_s`) to `turns`.
+  // Appends `reqs` (starting at session time `base_s`) to `turns`. A sub-agent entry's `t` is its
+  // end (checked on the public files: t - duration_ms/1000 is the previous request's end).
   void add(const std::vector<RawRequest>& reqs, double base_s, const std::string& session_id,
            std::vector<TraceTurn>& turns, std::vector<TraceSession>& extra) {
-    double waited_s = 0;  // sub-agent time since the previous turn of this level (inline mode)
+    double sub_end_s = -1;  // latest sub-agent end since the previous request of this level
     for (const RawRequest& r : reqs) {
       if (r.subagent) {
-        double dur = subagent_duration_s(r);
-        double start = std::max(0.0, base_s + r.t_s - dur);
+        double end = base_s + r.t_s;
+        double start = std::max(0.0, end - subagent_duration_s(r));
         if (options.subagents == SubagentMode::kInline) {
           add(r.children, start, session_id, turns, extra);
-          waited_s += dur;
+          sub_end_s = std::max(sub_end_s, end);
         } else {
           std::string sub_id = session_id + "/" + (r.agent_id.empty() ? r.label : r.agent_id);
           TraceSession sub{sub_id, {}};
@@ -174,8 +175,9 @@ struct SessionBuilder {
         continue;
       }
       if (!check(r)) continue;
-      double think = std::max(0.0, r.think_s - waited_s);
-      waited_s = 0;
+      // Inline: the parent waited for its sub-agents, so it thinks only from the last one's end.
+      double think = sub_end_s >= 0 ? std::max(0.0, base_s + r.t_s - sub_end_s) : r.think_s;
+      sub_end_s = -1;
       turns.push_back(make_turn(r, base_s + r.t_s, think));
     }
   }

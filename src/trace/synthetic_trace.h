@@ -18,7 +18,8 @@ struct SyntheticTraceParams {
                                      // the tool-result sizes, compaction included when possible)
   int64_t output = 444;              // median output tokens per turn (lognormal, sigma 1.0)
   int64_t system = 17216;            // shared system prompt + tool definitions, tokens
-  double think = 10.0;               // median think time before a turn, s (lognormal, sigma 1.5)
+  double think = 10.0;               // median think time before a turn, s (lognormal, sigma 1.5;
+                                     // 10 s is the median of the Claude Code sessions)
   int64_t context = 1000000;         // max context: a longer prompt is compacted (restarts the
                                      // session's content after the system prompt)
   uint64_t seed = 1;

@@ -81,6 +81,24 @@ TEST(Safetensors, ParsesHeaderFields) {
   EXPECT_EQ(h.offset.at("b"), 12u);
   EXPECT_EQ(h.tensors.at("s").numel(), 1);  // scalar
   EXPECT_GT(h.data_start, 8u);
+  // Unknown entry fields (nested or scalar) are ignored; surrounding whitespace is fine.
+  const SafetensorsHeader u = parse_text(
+      R"( { "a" : {"x":{"y":[1,{"z":null}],"w":"s"},"dtype":"I32","q":7,"shape":[1],"data_offsets":[0,4],"r":[]} } )", 4);
+  EXPECT_EQ(u.tensors.at("a").dtype, DType::I32);
+  EXPECT_EQ(u.tensors.at("a").shape, std::vector<int64_t>{1});
+}
+
+TEST(Safetensors, RejectsMalformedStructure) {
+  expect_error([] { parse_text(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", 8); },
+               {"`a` appears twice"});
+  expect_error([] { parse_text(R"({"a":5})", 0); }, {"`a`", "entry must be an object", "a number"});
+  expect_error([] { parse_text(R"({"__metadata__":[1]})", 0); }, {"`__metadata__` must be an object"});
+  expect_error([] { parse_text(R"({"a":{"dtype":["F32"],"shape":[1],"data_offsets":[0,4]}})", 4); }, {"`a`", "bad `dtype`"});
+  expect_error([] { parse_text(R"({"a":{"dtype":"F32","shape":[1.5],"data_offsets":[0,4]}})", 4); }, {"`a`", "bad dimension 1.5"});
+  expect_error([] { parse_text(R"({"a":{"dtype":"F32","shape":[[1]],"data_offsets":[0,4]}})", 4); }, {"`a`", "bad dimension"});
+  expect_error([] { parse_text(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,-4]}})", 4); }, {"`a`", "data_offsets", "-4"});
+  expect_error([] { parse_text(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}} x)", 4); }, {"not valid JSON"});
+  expect_error([] { parse_text(R"("text")", 0); }, {"JSON object", "a string"});
 }
 
 TEST(Safetensors, TruncatedFile) {

@@ -47,9 +47,10 @@ TEST(ClaudeCodeTrace, InlineSubagentsKeepOrderTimesAndNamespace) {
   EXPECT_DOUBLE_EQ(turns[1].arrival_s, 20.0);
   EXPECT_DOUBLE_EQ(turns[2].arrival_s, 24.0);
   EXPECT_DOUBLE_EQ(turns[2].think_time_s, 3.0);
-  // The parent's next think time (58 s) excludes the 30 s it spent waiting on the sub-agent.
+  // The parent waited for the sub-agent (which ended at t = 50 s): it thinks 60 - 50 = 10 s, not
+  // the recorded 58 s since its own previous request.
   EXPECT_DOUBLE_EQ(turns[3].arrival_s, 60.0);
-  EXPECT_DOUBLE_EQ(turns[3].think_time_s, 28.0);
+  EXPECT_DOUBLE_EQ(turns[3].think_time_s, 10.0);
   EXPECT_EQ(turns[0].n_input_tokens, 130);
   EXPECT_EQ(turns[0].n_output_tokens, 5);
   // 130 tokens = 2 hashed blocks + a 2-token tail that gets a unique id.

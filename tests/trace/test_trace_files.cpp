@@ -1,6 +1,8 @@
 // Inputs by path: directories, .tar, .tar.gz, .gz, and their errors.
 #include "trace/trace_files.h"
 
+#include <cstdlib>
+
 #include <gtest/gtest.h>
 
 #include "core/check.h"
@@ -107,6 +109,22 @@ TEST(TraceFiles, SkipBadThroughLoadTraceCountsRecords) {
   EXPECT_EQ(t.sessions.size(), 2u);
   EXPECT_EQ(t.n_skipped_bad, 2);
   EXPECT_EQ(error_of((dir / "m.jsonl").string()), (dir / "m.jsonl").string() + ":2: expected a member name");
+}
+
+TEST(TraceFiles, DataDirFromEnvironment) {
+  auto dir = test::temp_dir();
+  std::filesystem::create_directories(dir / "traces");
+  test::write_file(dir / "traces" / "claude_code_sample.tar.gz", test::gzip_bytes(test::make_tar({{"s/x.json", kSession}})));
+  ASSERT_EQ(setenv("DELTASERVE_DATA_DIR", dir.c_str(), 1), 0);
+  Trace t = load_trace("default");
+  std::string found = bundled_trace_dir();
+  unsetenv("DELTASERVE_DATA_DIR");
+  EXPECT_EQ(found, (dir / "traces").string());
+  ASSERT_EQ(t.sessions.size(), 1u);
+  EXPECT_EQ(t.sessions[0].id, "x");
+  EXPECT_EQ(t.source, "bundled:claude_code_sample.tar.gz");
+  // Without the variable the source tree's copy is found again.
+  EXPECT_EQ(bundled_trace_dir(), std::string(DS_SOURCE_DIR) + "/data/traces");
 }
 
 }  // namespace

@@ -132,8 +132,8 @@ template <typename WT>
 void gemv_impl(const float* x, int64_t x_stride, int64_t T, const WT* w, int64_t rows,
                int64_t cols, float* y, int64_t y_stride, bool acc) {
   const int64_t n_blocks = (rows + kRowBlock - 1) / kRowBlock;
-  // Below ~64K MACs the fork/join costs more than it saves.
-  const bool parallel = rows * cols * T >= (int64_t(1) << 16) && n_blocks > 1;
+  // Below ~512K MACs (~1 MB of bf16 weights, ~25 us) a fork/join is not worth it.
+  const bool parallel = rows * cols * T >= (int64_t(1) << 19) && n_blocks > 1;
 #pragma omp parallel for schedule(static) if (parallel)
   for (int64_t b = 0; b < n_blocks; ++b) {
     const int64_t r0 = b * kRowBlock;
