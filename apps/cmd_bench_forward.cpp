@@ -351,6 +351,12 @@ void bench_model(const std::string& label, const std::string& dir, const BenchAr
 void bench_kernels(const BenchArgs& a) {
   fmt::print("kernels:\n");
   Rng rng{7};
+  {  // Warm-up (~0.3 s): thread pool start, clock ramp-up; the first timed kernel was 10x slow without.
+    std::vector<uint16_t> w(size_t(1) << 22, f32_to_bf16(0.01f));
+    std::vector<float> x(1024, 1.0f), y(4096);
+    const WeightView wv{w.data(), DType::BF16, 4096, 1024};
+    for (const double t0 = now_s(); now_s() - t0 < 0.3;) linear(x.data(), 1, wv, y.data());
+  }
   for (auto [rows, cols] : {std::pair<int64_t, int64_t>{4096, 1024}, {1024, 4096}, {32768, 1024}}) {
     std::vector<uint16_t> w(size_t(rows * cols));
     for (auto& x : w) x = f32_to_bf16(rng.sym(0.05f));

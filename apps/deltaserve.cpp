@@ -19,7 +19,9 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help
+    fmt::print(stderr, "deltaserve: error: {} (see --help)\n", e.what());  // bad flag: one line, exit 1
+    return 1;
   } catch (const ds::Error& e) {
     fmt::print(stderr, "deltaserve: error: {}\n", e.what());
     return 1;

@@ -236,12 +236,13 @@ RunMetrics ReplayRun::run() {
       continue;
     }
     SchedulePlan plan = sched_.step();
-    if (plan.empty()) {  // nothing admissible now: wait for the next arrival, else give up
+    if (plan.empty()) {  // rejections only, or nothing admissible: wait for the next arrival
+      StepEvents events = sched_.apply(plan, {});
+      handle(events);
+      if (!events.rejected.empty() || sched_.idle()) continue;
       DS_CHECK(!arrivals_.empty(), "replay: scheduler stalled with {} waiting and {} running",
                sched_.n_waiting(), sched_.n_running());
       idle_until_next_arrival();
-      StepEvents none = sched_.apply(plan, {});
-      handle(none);
       continue;
     }
     StepResult result = exec_.execute(plan);

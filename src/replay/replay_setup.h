@@ -34,7 +34,7 @@ struct ReplaySetup {
   int64_t kv_budget_tokens = 0;           // device tier in MLA-KV tokens; 0 = the planner's budget
   double host_cache_fraction = 0.5;       // share of the per-GPU host DRAM given to the dram tier
   uint64_t seed = 1;
-  double duration_s = 1200;               // virtual seconds per run
+  double duration_s = 600;                // virtual seconds per run
   int64_t max_step_tokens = 8192;         // scheduler token budget per step
   int max_running = 256;
 };

@@ -159,6 +159,11 @@ struct ModelRunner::Block {
 
 ModelRunner::~ModelRunner() = default;
 
+const KdaLayer* ModelRunner::kda_layer(int layer) const {
+  DS_CHECK(layer >= 0 && layer < cfg_.n_layer, "kda_layer: layer {} not in [0, {})", layer, cfg_.n_layer);
+  return blocks_[size_t(layer)]->kda.get();
+}
+
 std::unique_ptr<ModelRunner> ModelRunner::load(const std::string& dir, RunnerOptions opt) {
   std::unique_ptr<ModelRunner> r(new ModelRunner());
   r->cfg_ = ModelConfig::load(dir);

@@ -41,6 +41,9 @@ class ModelRunner {
   // a bad batch throws ds::Error and leaves every state unchanged.
   ForwardResult forward(const ForwardBatch& batch) const;
 
+  // The KDA mixer of `layer` (nullptr for an MLA layer), e.g. to trace its intermediates in tests.
+  const KdaLayer* kda_layer(int layer) const;
+
   struct Block;  // one decoder layer: norms, mixer, FFN
 
  private:

@@ -235,8 +235,12 @@ void parse_claude_code_session(std::string_view text, const std::string& name, c
     return;
   }
   if (first_file) trace.block_tokens = static_cast<int>(header.block_size);
-  if (header.block_size != trace.block_tokens)
-    fail("{}: block_size {} differs from {} in earlier trace files", name, header.block_size, trace.block_tokens);
+  if (header.block_size != trace.block_tokens) {
+    if (!options.skip_bad)
+      fail("{}: block_size {} differs from {} in earlier trace files", name, header.block_size, trace.block_tokens);
+    ++trace.n_skipped_bad;
+    return;
+  }
   // Local ids live in the session's namespace; "global" ids share one namespace across files.
   SessionBuilder b{header, options, cur, name, trace};
   b.ns = name_namespace(header.local_scope ? header.id : std::string_view("global"));

@@ -13,7 +13,8 @@ namespace ds {
 // `block_size`; a different block size than earlier files is an error). `name` is used in errors
 // ("<name>:<line>: request <i>: ..."). Malformed requests throw ds::Error unless
 // options.skip_bad, in which case the request (or, for a syntax error, the whole file) is skipped
-// and counted in trace.n_skipped_bad. `first_file` says trace.block_tokens is not yet fixed.
+// and counted in trace.n_skipped_bad. `first_file`: no session holds trace.block_tokens yet, so
+// this file sets it.
 void parse_claude_code_session(std::string_view text, const std::string& name, const TraceOptions& options,
                                bool first_file, Trace& trace);
 

@@ -41,7 +41,7 @@ Trace parse_files(const std::vector<TraceFile>& files, const TraceOptions& optio
     if (jsonl) {
       parse_mooncake_jsonl(f.text, f.name, options, trace);
     } else {
-      parse_claude_code_session(f.text, f.name, options, !any_json, trace);
+      parse_claude_code_session(f.text, f.name, options, trace.sessions.empty(), trace);
     }
     any_json |= !jsonl;
     any_jsonl |= jsonl;

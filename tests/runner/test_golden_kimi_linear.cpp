@@ -137,3 +137,44 @@ TEST(KimiLinearTinyGolden, KdaCoreUnit) {
 
 }  // namespace
 }  // namespace ds
+
+namespace ds {
+namespace {
+
+using namespace ds::testing;
+
+// The KDA layer-0 intermediates on prompt_65 (conv + SiLU outputs, activated gate, beta) equal the
+// fixture's kda_core_unit inputs: localises a mismatch to the projections/conv/gates vs the core.
+TEST(KimiLinearTinyGolden, KdaLayer0IntermediatesMatchKdaCoreInputs) {
+  const ModelRunner& r = tiny_runner();
+  const std::vector<int32_t> ids = golden_i32("prompt_65.input_ids");
+  auto ck = SafetensorsFile::open(kTinyDir + "/model.safetensors");
+  const TensorRef* embed = ck->find("model.embed_tokens.weight");
+  const TensorRef* norm = ck->find("model.layers.0.input_layernorm.weight");
+  ASSERT_TRUE(embed && norm);
+  const int64_t D = r.config().hidden, T = int64_t(ids.size());
+  const WeightView ev{embed->data, embed->dtype, embed->shape[0], D};
+  const std::vector<float> w = to_f32(WeightView{norm->data, norm->dtype, 1, D});
+  std::vector<float> x(size_t(T * D)), y(size_t(T * D));
+  for (int64_t t = 0; t < T; ++t) weight_rows_to_f32(ev, ids[size_t(t)], 1, x.data() + t * D);
+  rmsnorm(x.data(), T, D, w.data(), r.config().rms_norm_eps, x.data());
+  const KdaLayer* kda = r.kda_layer(0);
+  ASSERT_NE(kda, nullptr);
+  EXPECT_EQ(r.kda_layer(3), nullptr);
+  KdaState st;
+  st.init(r.config().kda.n_head, r.config().kda.head_dim, r.config().kda.conv_kernel);
+  LayerBatch b;
+  b.add(T);
+  const KdaSeqIO io[1] = {{&st, {}, nullptr}};
+  KdaTrace tr;
+  kda->forward(b, io, x.data(), y.data(), &tr);
+  expect_close(tr.q, golden_f32("kda_core.layer_0.q"), kStateAtol, kStateRtol, "layer0.q");
+  expect_close(tr.k, golden_f32("kda_core.layer_0.k"), kStateAtol, kStateRtol, "layer0.k");
+  expect_close(tr.v, golden_f32("kda_core.layer_0.v"), kStateAtol, kStateRtol, "layer0.v");
+  expect_close(tr.g, golden_f32("kda_core.layer_0.g"), kStateAtol, kStateRtol, "layer0.g");
+  expect_close(tr.beta, golden_f32("kda_core.layer_0.beta"), kStateAtol, kStateRtol, "layer0.beta");
+  expect_close(st.S, golden_f32("state_after_65.kda.layer_0.S"), kStateAtol, kStateRtol, "layer0.S");
+}
+
+}  // namespace
+}  // namespace ds

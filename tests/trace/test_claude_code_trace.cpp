@@ -142,6 +142,13 @@ TEST(ClaudeCodeTrace, DifferentBlockSizesAcrossFilesAreAnError) {
   Trace t;
   parse_claude_code_session(R"({"block_size":64,"requests":[]})", "a.json", {}, true, t);
   EXPECT_THROW(parse_claude_code_session(R"({"block_size":16,"requests":[]})", "b.json", {}, false, t), Error);
+  TraceOptions skip;
+  skip.skip_bad = true;
+  parse_claude_code_session(R"({"block_size":16,"requests":[{"t":0,"in":16,"out":1,"hash_ids":[1]}]})", "b.json", skip,
+                            false, t);
+  EXPECT_EQ(t.n_skipped_bad, 1);
+  EXPECT_TRUE(t.sessions.empty());
+  EXPECT_EQ(t.block_tokens, 64);
 }
 
 TEST(ClaudeCodeTrace, BundledSampleLoads) {
