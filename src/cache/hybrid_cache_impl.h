@@ -57,7 +57,7 @@ struct HybridCache::Impl {
   std::array<EvictionQueue, kMaxTiers> kv_queue, ckpt_queue;
   std::unordered_map<SeqId, CacheSeq> seqs;
   SeqId next_seq = 1;
-  uint64_t tick = 0;
+  uint32_t tick = 0;                 // admissions so far (recency clock; 2^32 admissions max)
   int32_t pinned_ckpt = -1;          // checkpoint being restored by admit(): not evictable
   CacheStats stats;
 

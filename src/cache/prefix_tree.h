@@ -30,12 +30,13 @@ struct TreeNode {
   int32_t lock_count = 0;        // running sequences whose path contains this node
   uint32_t kv_version = 0;       // invalidates stale eviction-queue entries
   uint32_t ckpt_version = 0;
-  uint64_t kv_access = 0;        // logical tick of the last use of this page
-  uint64_t ckpt_access = 0;      // logical tick of the last use (or creation) of the checkpoint
+  uint32_t kv_access = 0;        // logical tick (admission count) of the last use of this page
+  uint32_t ckpt_access = 0;      // logical tick of the last use (or creation) of the checkpoint
   float ckpt_value = 0;          // policy value of the checkpoint, fixed at creation (eviction)
   bool alive() const { return kv_tier >= 0; }
   bool has_checkpoint() const { return ckpt_slot >= 0; }
 };
+static_assert(sizeof(TreeNode) == 64, "one cache line per cached page");
 
 class PrefixTree {
  public:

@@ -43,8 +43,8 @@ void AttnResQueries::validate() const {
            hidden);
 }
 
-void attn_res_mix(std::span<const float* const> sources, int n_tokens, int d, const float* query,
-                  float eps, float* out) {
+void attn_res_mix(std::span<const float* const> sources, int n_tokens, int d, const float* query, float eps,
+                  float* out) {
   const int n = int(sources.size());
   DS_CHECK(n > 0, "attn_res_mix: no sources");
   std::vector<float> p(n);

@@ -29,8 +29,8 @@ struct AttnResQueries {
 // Reference mixer (§7.2), per token t: k_i = V_i·rsqrt(mean(V_i²)+eps); logit_i = k_i·q;
 // out = Σ softmax(logit)_i V_i. sources[i] f32 [T, D] (committed blocks first, then P); out f32 [T, D]
 // (must not alias a source).
-void attn_res_mix(std::span<const float* const> sources, int n_tokens, int d, const float* query,
-                  float eps, float* out);
+void attn_res_mix(std::span<const float* const> sources, int n_tokens, int d, const float* query, float eps,
+                  float* out);
 
 // Phase 1 of §7.3 for one block: over the committed vectors B (fixed for the block), per query j
 // and token t keep m = max_i logit, s = Σ_i e^(logit-m), o = Σ_i e^(logit-m) B_i.
@@ -47,9 +47,9 @@ class AttnResBlockScores {
  private:
   int n_tokens_ = 0, d_ = 0, n_queries_ = 0;
   float eps_ = 1e-5f;
-  std::vector<float> m_;  // f32 [Q, T]
-  std::vector<float> s_;  // f32 [Q, T]
-  std::vector<float> o_;  // f32 [Q, T, D]
+  std::vector<float> m_;        // f32 [Q, T]
+  std::vector<float> s_;        // f32 [Q, T]
+  std::vector<float> o_;        // f32 [Q, T, D]
   std::vector<float> queries_;  // f32 [Q, D]
 };
 
@@ -64,11 +64,11 @@ class AttnResStream {
   AttnResStream(const AttnResQueries& queries, int block_size, float eps, AttnResMode mode);
 
   void start(const float* embeddings, int n_tokens);  // P <- token embeddings f32 [T, D]
-  void attn_input(int layer, float* h);                // h f32 [T, D]: input of input_layernorm
-  void add_attn_output(int layer, const float* a);     // P <- P + a (P <- a right after a commit)
-  void mlp_input(int layer, float* h);                 // h f32 [T, D]: input of post_attention_layernorm
-  void add_mlp_output(int layer, const float* m);      // P <- P + m
-  void final_output(float* h);                         // h f32 [T, D]: input of the final norm
+  void attn_input(int layer, float* h);               // h f32 [T, D]: input of input_layernorm
+  void add_attn_output(int layer, const float* a);    // P <- P + a (P <- a right after a commit)
+  void mlp_input(int layer, float* h);                // h f32 [T, D]: input of post_attention_layernorm
+  void add_mlp_output(int layer, const float* m);     // P <- P + m
+  void final_output(float* h);                        // h f32 [T, D]: input of the final norm
 
   const float* partial() const { return partial_.data(); }  // P f32 [T, D]
   int n_blocks() const { return int(blocks_.size()); }
@@ -85,8 +85,8 @@ class AttnResStream {
   float eps_;
   AttnResMode mode_;
   int n_tokens_ = 0;
-  int layer_ = 0;          // the layer the next call belongs to
-  int block_start_ = 0;    // layer index of the most recent commit
+  int layer_ = 0;        // the layer the next call belongs to
+  int block_start_ = 0;  // layer index of the most recent commit
   Step step_ = Step::Idle;
   bool has_partial_ = false;
   std::vector<std::vector<float>> blocks_;  // committed B_i, each f32 [T, D]

@@ -38,17 +38,17 @@ struct KdaOutputGate {
   WeightView g_b;     // [P, r]
   bool full_rank() const { return g_proj.data != nullptr; }
   int64_t out_features() const { return full_rank() ? g_proj.rows : g_b.rows; }
-  void validate(int64_t hidden, int64_t p) const;  // throws naming the tensor and its shape
+  void validate(int64_t hidden, int64_t p) const;          // throws naming the tensor and its shape
   void logits(const float* x, int64_t T, float* r) const;  // x f32 [T, D]
 };
 
 // MLA query q f32 [T, H*(nope+rope)]: q_lora_rank > 0 -> q_b·RMSNorm_eps(q_a·x) with q_a_layernorm
 // (eps 1e-6 as the HF file), else q_proj·x.
 struct MlaQueryProj {
-  WeightView q_proj;             // [H*Dq, D] when there is no q-LoRA (data == nullptr otherwise)
-  WeightView q_a;                // [R, D]
-  std::vector<float> q_a_norm;   // f32 [R] q_a_layernorm.weight
-  WeightView q_b;                // [H*Dq, R]
+  WeightView q_proj;            // [H*Dq, D] when there is no q-LoRA (data == nullptr otherwise)
+  WeightView q_a;               // [R, D]
+  std::vector<float> q_a_norm;  // f32 [R] q_a_layernorm.weight
+  WeightView q_b;               // [H*Dq, R]
   float eps = 1e-6f;
   bool lora() const { return q_proj.data == nullptr; }
   int64_t out_features() const { return lora() ? q_b.rows : q_proj.rows; }

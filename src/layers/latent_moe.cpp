@@ -58,8 +58,8 @@ LatentMoeLayer::LatentMoeLayer(const MoeConfig& cfg, GluActivation act, float rm
              "latent moe: routed_expert_down_proj [{}, {}] / up_proj [{}, {}] do not fit hidden {}",
              p_.latent_down.rows, p_.latent_down.cols, p_.latent_up.rows, p_.latent_up.cols, D);
     DS_CHECK(cfg_.latent_dim == 0 || cfg_.latent_dim == L,
-             "latent moe: routed_expert_hidden_size {} but routed_expert_down_proj has {} rows", cfg_.latent_dim,
-             L);
+             "latent moe: routed_expert_hidden_size {} but routed_expert_down_proj has {} rows",
+             cfg_.latent_dim, L);
     DS_CHECK(p_.latent_norm.empty() || int64_t(p_.latent_norm.size()) == L,
              "routed_expert_norm.weight has {} values, expected {}", p_.latent_norm.size(), L);
     DS_CHECK(!cfg_.latent_norm || !p_.latent_norm.empty(),
@@ -85,9 +85,8 @@ LatentMoeRouting LatentMoeLayer::route(const float* router_logits, int64_t T) co
       sel[e] = score[e] + (p_.correction_bias.empty() ? 0.0f : p_.correction_bias[e]);
     }
     std::iota(order.begin(), order.end(), 0);
-    std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int32_t a, int32_t b) {
-      return sel[a] > sel[b] || (sel[a] == sel[b] && a < b);
-    });
+    std::partial_sort(order.begin(), order.begin() + k, order.end(),
+                      [&](int32_t a, int32_t b) { return sel[a] > sel[b] || (sel[a] == sel[b] && a < b); });
     float sum = 0.0f;
     for (int j = 0; j < k; ++j) sum += score[order[j]];
     const float norm = cfg_.renormalize && k > 1 ? 1.0f / (sum + 1e-20f) : 1.0f;

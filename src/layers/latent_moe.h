@@ -26,9 +26,9 @@ struct GluActivation {
 
 // y = down(act(gate·x) ⊙ (up·x)) with ExpertLinear weights (dense or MXFP4).
 struct GluExpert {
-  ExpertLinear gate;  // w1 [I, In]
-  ExpertLinear up;    // w3 [I, In]
-  ExpertLinear down;  // w2 [In, I]
+  ExpertLinear gate;                                  // w1 [I, In]
+  ExpertLinear up;                                    // w3 [I, In]
+  ExpertLinear down;                                  // w2 [In, I]
   void validate(int64_t in, const char* what) const;  // shapes agree with in; throws naming `what`
   // x f32 [T, In] -> y f32 [T, In] (overwritten).
   void forward(const float* x, int64_t T, const GluActivation& act, float* y) const;

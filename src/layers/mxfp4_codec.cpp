@@ -10,7 +10,9 @@ float mxfp4_e2m1(uint8_t nibble) {
   return (nibble & 8u) ? -m : m;
 }
 
-float mxfp4_e8m0(uint8_t s) { return s == 255 ? NAN : std::ldexp(1.0f, int(s) - 127); }
+float mxfp4_e8m0(uint8_t s) {
+  return s == 255 ? NAN : std::ldexp(1.0f, int(s) - 127);
+}
 
 void mxfp4_decode_row(const uint8_t* packed, const uint8_t* scale, int64_t cols, float* out) {
   for (int64_t g = 0; g < cols / 32; ++g) {

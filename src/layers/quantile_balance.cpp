@@ -11,8 +11,7 @@ void RouterScores::validate(int top_k) const {
   DS_CHECK(n_tokens > 0 && n_experts > 0, "quantile balance: bad shape [{}, {}]", n_tokens, n_experts);
   DS_CHECK(s.size() == size_t(n_tokens) * n_experts, "quantile balance: {} scores for shape [{}, {}]",
            s.size(), n_tokens, n_experts);
-  DS_CHECK(top_k > 0 && top_k < n_experts, "quantile balance: top_k {} must be in [1, {})", top_k,
-           n_experts);
+  DS_CHECK(top_k > 0 && top_k < n_experts, "quantile balance: top_k {} must be in [1, {})", top_k, n_experts);
 }
 
 namespace {
@@ -91,7 +90,7 @@ void balance_expert(const RouterScores& r, int top_k, int q, int j, std::vector<
     d[t] = s[j] - others[top_k - 1];
   }
   std::nth_element(d.begin(), d.begin() + q, d.end(), std::greater<float>());
-  const float below = d[q];                                      // (q+1)-th largest
+  const float below = d[q];                                         // (q+1)-th largest
   const float above = *std::min_element(d.begin(), d.begin() + q);  // q-th largest
   bias[j] = -0.5f * (above + below);
 }

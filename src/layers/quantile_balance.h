@@ -12,8 +12,8 @@ namespace ds {
 // Router scores of a batch: s f32 [m, n] (post-sigmoid, unbiased), row-major.
 struct RouterScores {
   std::span<const float> s;
-  int n_tokens = 0;   // m
-  int n_experts = 0;  // n
+  int n_tokens = 0;                // m
+  int n_experts = 0;               // n
   void validate(int top_k) const;  // shape consistent, 0 < top_k < n; throws ds::Error
 };
 

@@ -1,11 +1,10 @@
 #include "model/model_config.h"
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "core/check.h"
@@ -100,7 +99,8 @@ class KeyReader {
     const json& v = obj_.at(key);
     if (v.is_array()) {
       if (v.empty()) return -1;
-      if (!v[0].is_number_integer()) fail("{}: key `{}` must hold integers, got {}", source_, name(key), v.dump());
+      if (!v[0].is_number_integer())
+        fail("{}: key `{}` must hold integers, got {}", source_, name(key), v.dump());
       return int(std::clamp<int64_t>(v[0].get<int64_t>(), -1, std::numeric_limits<int>::max()));
     }
     return int32(key, -1);
@@ -117,7 +117,7 @@ std::vector<LayerKind> layer_kinds(const KeyReader& lin, int n_layer) {
   const std::vector<int> kda = lin.int_list("kda_layers");
   const std::vector<int> mla = lin.int_list("full_attn_layers");
   if (n_layer <= 0 || n_layer > 100000) return {};  // validate() reports num_hidden_layers
-  std::vector<int> seen(size_t(n_layer), 0);  // 0 none, 1 kda, 2 mla
+  std::vector<int> seen(size_t(n_layer), 0);        // 0 none, 1 kda, 2 mla
   auto mark = [&](const std::vector<int>& list, const char* key, int tag) {
     for (int l : list) {
       if (l < 1 || l > n_layer)
@@ -147,7 +147,8 @@ void parse_text(const json& t, const std::string& src, ModelConfig& c) {
   const KeyReader r(t, src, "");
   c.model_type = r.str("model_type", std::string("kimi_linear"));
   if (c.model_type != "kimi_linear")
-    fail("{}: `model_type` is \"{}\", expected \"kimi_linear\" (or a \"kimi_k3\" wrapper)", src, c.model_type);
+    fail("{}: `model_type` is \"{}\", expected \"kimi_linear\" (or a \"kimi_k3\" wrapper)", src,
+         c.model_type);
   c.vocab_size = r.int32("vocab_size", std::nullopt);
   c.hidden = r.int32("hidden_size", std::nullopt);
   c.n_layer = r.int32("num_hidden_layers", std::nullopt);
@@ -226,7 +227,9 @@ int ModelConfig::n_kda_layers() const {
   return n;
 }
 
-int ModelConfig::n_mla_layers() const { return int(layer_kind.size()) - n_kda_layers(); }
+int ModelConfig::n_mla_layers() const {
+  return int(layer_kind.size()) - n_kda_layers();
+}
 
 ModelConfig ModelConfig::from_json(const nlohmann::json& j, const std::string& source_name) {
   if (!j.is_object()) fail("{}: config must be a JSON object", source_name);
@@ -279,10 +282,12 @@ void ModelConfig::validate() const {
     if (!(situ_linear_beta > 0.0f))
       fail("config: `activation_situ_linear_beta` must be positive, got {}", situ_linear_beta);
   }
-  if (attn_res_block_size < 0) fail("config: `attn_res_block_size` must be >= 0, got {}", attn_res_block_size);
+  if (attn_res_block_size < 0)
+    fail("config: `attn_res_block_size` must be >= 0, got {}", attn_res_block_size);
   for (auto [id, key] : {std::pair{pad_token_id, "pad_token_id"}, std::pair{bos_token_id, "bos_token_id"},
                          std::pair{eos_token_id, "eos_token_id"}}) {
-    if (id < -1 || id >= vocab_size) fail("config: `{}` is {}, outside [0, vocab_size {})", key, id, vocab_size);
+    if (id < -1 || id >= vocab_size)
+      fail("config: `{}` is {}, outside [0, vocab_size {})", key, id, vocab_size);
   }
   if (n_kda_layers() > 0) {
     positive(kda.n_head, "linear_attn_config.num_heads");
@@ -296,7 +301,8 @@ void ModelConfig::validate() const {
     positive(mla.kv_lora_rank, "kv_lora_rank");
     positive(mla.qk_nope_head_dim, "qk_nope_head_dim");
     positive(mla.v_head_dim, "v_head_dim");
-    if (mla.qk_rope_head_dim < 0) fail("config: `qk_rope_head_dim` must be >= 0, got {}", mla.qk_rope_head_dim);
+    if (mla.qk_rope_head_dim < 0)
+      fail("config: `qk_rope_head_dim` must be >= 0, got {}", mla.qk_rope_head_dim);
     if (mla.q_lora_rank < 0) fail("config: `q_lora_rank` must be >= 0 or null, got {}", mla.q_lora_rank);
   }
   if (moe.first_k_dense < 0 || moe.first_k_dense > n_layer)
@@ -309,8 +315,10 @@ void ModelConfig::validate() const {
     positive(moe.n_expert_per_token, "num_experts_per_token");
     positive(moe.expert_intermediate, "moe_intermediate_size");
     if (moe.n_expert_per_token > moe.n_expert)
-      fail("config: `num_experts_per_token` {} exceeds `num_experts` {}", moe.n_expert_per_token, moe.n_expert);
-    if (moe.n_shared_expert < 0) fail("config: `num_shared_experts` must be >= 0, got {}", moe.n_shared_expert);
+      fail("config: `num_experts_per_token` {} exceeds `num_experts` {}", moe.n_expert_per_token,
+           moe.n_expert);
+    if (moe.n_shared_expert < 0)
+      fail("config: `num_shared_experts` must be >= 0, got {}", moe.n_shared_expert);
     if (!(moe.routed_scaling > 0.0f))
       fail("config: `routed_scaling_factor` must be positive, got {}", moe.routed_scaling);
     if (moe.latent_dim < 0) fail("config: `routed_expert_hidden_size` must be >= 0, got {}", moe.latent_dim);

@@ -43,6 +43,7 @@ void mxfp4_decode_row(std::span<const uint8_t> packed, std::span<const uint8_t> 
 void mxfp4_decode_row(const LinearWeight& w, int64_t row, std::span<float> out);
 
 // Dot product of one MXFP4 row with x f32 [n], decoding on the fly (f32 accumulation per block).
-float mxfp4_dot_row(std::span<const uint8_t> packed, std::span<const uint8_t> scales, std::span<const float> x);
+float mxfp4_dot_row(std::span<const uint8_t> packed, std::span<const uint8_t> scales,
+                    std::span<const float> x);
 
 }  // namespace ds

@@ -5,14 +5,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <tuple>
 
@@ -43,7 +42,8 @@ void pread_all(int fd, uint8_t* dst, size_t n, uint64_t offset, const std::strin
   while (n > 0) {
     const ssize_t got = ::pread(fd, dst, n, off_t(offset));
     if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) fail("{}: read failed at byte {}: {}", path, offset, got < 0 ? std::strerror(errno) : "EOF");
+    if (got <= 0)
+      fail("{}: read failed at byte {}: {}", path, offset, got < 0 ? std::strerror(errno) : "EOF");
     dst += got;
     n -= size_t(got);
     offset += uint64_t(got);
@@ -139,11 +139,13 @@ std::map<std::string, std::vector<std::string>> read_index(const std::string& in
     fail("{}: missing object `weight_map`", index_path);
   std::map<std::string, std::vector<std::string>> by_file;
   for (const auto& [name, file] : j.at("weight_map").items()) {
-    if (!file.is_string()) fail("{}: weight_map[`{}`] must be a file name, got {}", index_path, name, brief(file));
+    if (!file.is_string())
+      fail("{}: weight_map[`{}`] must be a file name, got {}", index_path, name, brief(file));
     const std::string f = file.get<std::string>();
     if (f.empty() || f.find('/') != std::string::npos || f.find('\\') != std::string::npos || f == "." ||
         f == "..")
-      fail("{}: weight_map[`{}`] = \"{}\" is not a plain file name in the checkpoint folder", index_path, name, f);
+      fail("{}: weight_map[`{}`] = \"{}\" is not a plain file name in the checkpoint folder", index_path,
+           name, f);
     by_file[f].push_back(name);
   }
   if (by_file.empty()) fail("{}: `weight_map` is empty", index_path);
@@ -166,7 +168,8 @@ Checkpoint Checkpoint::open(const std::string& dir, const std::string& prefix, b
     for (const auto& [file, names] : read_index(index.string())) {
       auto f = open_file((fs::path(dir) / file).string());
       for (const std::string& n : names) {
-        if (!f->find(n)) fail("{}: tensor `{}` is listed in the index but absent from {}", index.string(), n, file);
+        if (!f->find(n))
+          fail("{}: tensor `{}` is listed in the index but absent from {}", index.string(), n, file);
       }
       ck.files_.push_back(std::move(f));
     }
@@ -181,7 +184,8 @@ Checkpoint Checkpoint::open(const std::string& dir, const std::string& prefix, b
       const std::string name = has_prefix ? full.substr(prefix.size()) : full;
       auto [it, inserted] = ck.by_name_.emplace(name, Entry{&t});
       if (!inserted)
-        fail("checkpoint {}: tensor `{}` appears twice ({} and {})", dir, name, it->second.tensor->name, full);
+        fail("checkpoint {}: tensor `{}` appears twice ({} and {})", dir, name, it->second.tensor->name,
+             full);
       if (!prefix.empty() && !has_prefix) ck.unprefixed_.insert(name);
     }
   }
@@ -204,7 +208,8 @@ const TensorRef& Checkpoint::get(std::string_view name, const std::vector<int64_
   TensorRef want;
   want.shape = expected_shape;
   auto it = by_name_.find(name);
-  if (it == by_name_.end()) fail("checkpoint: missing tensor `{}` (expected shape {})", name, want.shape_str());
+  if (it == by_name_.end())
+    fail("checkpoint: missing tensor `{}` (expected shape {})", name, want.shape_str());
   const TensorRef& t = *it->second.tensor;
   if (t.shape != expected_shape)
     fail("checkpoint: tensor `{}` has shape {}, expected {}", name, t.shape_str(), want.shape_str());
@@ -246,7 +251,8 @@ void tensor_to_f32(const TensorRef& t, std::span<float> out) {
       }
       return;
     default:
-      fail("tensor `{}`: dtype {} is not a float type (expected BF16, F16 or F32)", t.name, dtype_name(t.dtype));
+      fail("tensor `{}`: dtype {} is not a float type (expected BF16, F16 or F32)", t.name,
+           dtype_name(t.dtype));
   }
 }
 

@@ -26,7 +26,7 @@ struct TensorRef {
   // First byte of the tensor; null when opened header-only. Aligned only as the file places it:
   // read through memcpy or tensor_to_f32, never by casting to float*.
   const uint8_t* data = nullptr;
-  size_t n_bytes = 0;             // == numel * dtype_size
+  size_t n_bytes = 0;  // == numel * dtype_size
   int64_t numel() const;
   std::string shape_str() const;  // "[3, 4]"
 };
@@ -37,12 +37,12 @@ struct TensorRef {
 // non-negative dims, numel * dtype size == end - begin, every range inside the data area, no two
 // ranges overlapping. Throws ds::Error naming `source` and the offending tensor / field.
 struct SafetensorsHeader {
-  size_t data_start = 0;  // 8 + header length
+  size_t data_start = 0;                     // 8 + header length
   std::map<std::string, TensorRef> tensors;  // data pointers null here; offsets relative to data_start
   std::map<std::string, size_t> offset;      // tensor name -> byte offset from data_start
   std::map<std::string, std::string> metadata;
   static constexpr uint64_t kMaxHeaderBytes = 100'000'000;  // same cap as the reference reader
-  static uint64_t read_length(const uint8_t* first8);        // the u64 LE header length
+  static uint64_t read_length(const uint8_t* first8);       // the u64 LE header length
   static SafetensorsHeader parse(std::span<const uint8_t> head_bytes, size_t file_size,
                                  const std::string& source);
 };

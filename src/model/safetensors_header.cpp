@@ -1,8 +1,7 @@
 // SafetensorsHeader::parse: a streaming (SAX) reader of the JSON header. No JSON tree is built:
 // real K3 shards hold ~5,400 tensors each (~500k in all), and a tree costs ~10 allocations each.
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <tuple>
 
@@ -35,7 +34,9 @@ class HeaderSax : public nlohmann::json_sax<json> {
 
   bool null() override { return scalar("null"); }
   bool boolean(bool) override { return scalar("a boolean"); }
-  bool number_integer(number_integer_t v) override { return number(v < 0 ? std::nullopt : std::optional(uint64_t(v)), std::to_string(v)); }
+  bool number_integer(number_integer_t v) override {
+    return number(v < 0 ? std::nullopt : std::optional(uint64_t(v)), std::to_string(v));
+  }
   bool number_unsigned(number_unsigned_t v) override { return number(v, std::to_string(v)); }
   bool number_float(number_float_t, const string_t& s) override { return number(std::nullopt, s); }
   bool binary(binary_t&) override { return scalar("binary"); }
@@ -149,12 +150,15 @@ class HeaderSax : public nlohmann::json_sax<json> {
   bool number(std::optional<uint64_t> v, const std::string& text) {
     if (skipping_scalar()) return true;
     if (state_ == State::Shape) {
-      if (!v || *v > uint64_t(kMaxNumel)) fail("{}: tensor `{}`: bad dimension {} in shape", src_, entry_.name, text);
+      if (!v || *v > uint64_t(kMaxNumel))
+        fail("{}: tensor `{}`: bad dimension {} in shape", src_, entry_.name, text);
       entry_.shape->push_back(int64_t(*v));
       return true;
     }
     if (state_ == State::Offsets) {
-      if (!v) fail("{}: tensor `{}`: `data_offsets` must be two non-negative integers, got {}", src_, entry_.name, text);
+      if (!v)
+        fail("{}: tensor `{}`: `data_offsets` must be two non-negative integers, got {}", src_, entry_.name,
+             text);
       entry_.offsets->push_back(*v);
       return true;
     }
@@ -163,16 +167,22 @@ class HeaderSax : public nlohmann::json_sax<json> {
 
   [[noreturn]] bool unexpected(const char* what) {
     switch (state_) {
-      case State::Start: fail("{}: header must be a JSON object, got {}", src_, what);
+      case State::Start:
+        fail("{}: header must be a JSON object, got {}", src_, what);
       case State::Top:
         if (key_ == "__metadata__") fail("{}: `__metadata__` must be an object, got {}", src_, what);
         fail("{}: tensor `{}`: entry must be an object, got {}", src_, key_, what);
-      case State::Metadata: fail("{}: `__metadata__.{}` must be a string, got {}", src_, key_, what);
-      case State::Entry: fail("{}: tensor `{}`: bad `{}`: got {}", src_, entry_.name, field_, what);
-      case State::Shape: fail("{}: tensor `{}`: bad dimension ({}) in shape", src_, entry_.name, what);
+      case State::Metadata:
+        fail("{}: `__metadata__.{}` must be a string, got {}", src_, key_, what);
+      case State::Entry:
+        fail("{}: tensor `{}`: bad `{}`: got {}", src_, entry_.name, field_, what);
+      case State::Shape:
+        fail("{}: tensor `{}`: bad dimension ({}) in shape", src_, entry_.name, what);
       case State::Offsets:
-        fail("{}: tensor `{}`: `data_offsets` must be two non-negative integers, got {}", src_, entry_.name, what);
-      default: fail("{}: unexpected {} after the header object", src_, what);
+        fail("{}: tensor `{}`: `data_offsets` must be two non-negative integers, got {}", src_, entry_.name,
+             what);
+      default:
+        fail("{}: unexpected {} after the header object", src_, what);
     }
   }
 
@@ -193,7 +203,8 @@ class HeaderSax : public nlohmann::json_sax<json> {
     t.shape = std::move(*entry_.shape);
     const std::vector<uint64_t>& off = *entry_.offsets;
     if (off.size() != 2)
-      fail("{}: tensor `{}`: `data_offsets` must be two non-negative integers, got {} values", src_, name, off.size());
+      fail("{}: tensor `{}`: `data_offsets` must be two non-negative integers, got {} values", src_, name,
+           off.size());
     const uint64_t begin = off[0], end = off[1];
     if (begin > end) fail("{}: tensor `{}`: data_offsets [{}, {}] run backwards", src_, name, begin, end);
     const uint64_t expect = uint64_t(numel) * dtype_size(t.dtype);
@@ -201,8 +212,8 @@ class HeaderSax : public nlohmann::json_sax<json> {
       fail("{}: tensor `{}`: data_offsets [{}, {}] hold {} bytes, but {} {} needs {}", src_, name, begin, end,
            end - begin, *entry_.dtype, t.shape_str(), expect);
     if (end > data_bytes_)
-      fail("{}: tensor `{}`: data_offsets [{}, {}] run past the {} data bytes of the file", src_, name, begin, end,
-           data_bytes_);
+      fail("{}: tensor `{}`: data_offsets [{}, {}] run past the {} data bytes of the file", src_, name, begin,
+           end, data_bytes_);
     t.n_bytes = size_t(expect);
     h_.offset[name] = size_t(begin);
     auto it = h_.tensors.emplace(name, std::move(t)).first;
@@ -217,8 +228,8 @@ class HeaderSax : public nlohmann::json_sax<json> {
   std::string key_;    // current key of the top object or of __metadata__
   std::string field_;  // current key inside a tensor entry
   Entry entry_;
-  int skip_ = 0;             // > 0: inside an ignored container value, its depth
-  bool skip_next_ = false;   // the next value belongs to an ignored entry field
+  int skip_ = 0;            // > 0: inside an ignored container value, its depth
+  bool skip_next_ = false;  // the next value belongs to an ignored entry field
 };
 
 }  // namespace
@@ -235,7 +246,8 @@ SafetensorsHeader SafetensorsHeader::parse(std::span<const uint8_t> head_bytes, 
     fail("{}: file is {} bytes, too short for the 8-byte header length", source, file_size);
   const uint64_t n = read_length(head_bytes.data());
   if (n > kMaxHeaderBytes) fail("{}: header length {} exceeds the {} byte limit", source, n, kMaxHeaderBytes);
-  if (n > file_size - 8) fail("{}: header length {} runs past the end of the {} byte file", source, n, file_size);
+  if (n > file_size - 8)
+    fail("{}: header length {} runs past the end of the {} byte file", source, n, file_size);
   if (n > head_bytes.size() - 8)
     fail("{}: header length {} but only {} header bytes given", source, n, head_bytes.size() - 8);
   const char* text = reinterpret_cast<const char*>(head_bytes.data() + 8);
@@ -249,7 +261,8 @@ SafetensorsHeader SafetensorsHeader::parse(std::span<const uint8_t> head_bytes, 
   for (size_t i = 1; i < ranges.size(); ++i) {
     const auto& [b0, e0, n0] = ranges[i - 1];
     const auto& [b1, e1, n1] = ranges[i];
-    if (b1 < e0) fail("{}: tensors `{}` [{}, {}] and `{}` [{}, {}] overlap", source, *n0, b0, e0, *n1, b1, e1);
+    if (b1 < e0)
+      fail("{}: tensors `{}` [{}, {}] and `{}` [{}, {}] overlap", source, *n0, b0, e0, *n1, b1, e1);
   }
   return h;
 }

@@ -12,7 +12,9 @@ namespace {
 
 using Shape = std::vector<int64_t>;
 
-bool is_float(DType t) { return t == DType::BF16 || t == DType::F16 || t == DType::F32; }
+bool is_float(DType t) {
+  return t == DType::BF16 || t == DType::F16 || t == DType::F32;
+}
 
 // Binds tensors by name through the Checkpoint (which records them as used) and checks dtypes.
 class Binder {
@@ -30,7 +32,8 @@ class Binder {
   // A U8 tensor of exactly `shape` (MXFP4 packed values / E8M0 scales).
   TensorRef u8(const std::string& name, const Shape& shape) const {
     const TensorRef& t = ck_.get(name, shape);
-    if (t.dtype != DType::U8) fail("checkpoint: tensor `{}` has dtype {}, expected U8", name, dtype_name(t.dtype));
+    if (t.dtype != DType::U8)
+      fail("checkpoint: tensor `{}` has dtype {}, expected U8", name, dtype_name(t.dtype));
     return t;
   }
 
@@ -45,8 +48,8 @@ class Binder {
     const bool exact4 = t.shape == Shape{1, 1, n_head, 1};
     const bool padded1 = t.shape.size() == 1 && t.shape[0] >= n_head;
     if (!exact4 && !padded1)
-      fail("checkpoint: tensor `{}` has shape {}, expected [1, 1, {}, 1] or [N >= {}]", name, t.shape_str(), n_head,
-           n_head);
+      fail("checkpoint: tensor `{}` has shape {}, expected [1, 1, {}, 1] or [N >= {}]", name, t.shape_str(),
+           n_head, n_head);
     if (!is_float(t.dtype))
       fail("checkpoint: tensor `{}` has dtype {}, expected BF16, F16 or F32", name, dtype_name(t.dtype));
     return t;
@@ -58,7 +61,8 @@ class Binder {
     w.out = out;
     w.in = in;
     if (allow_mxfp4 && !ck_.find(base + ".weight") && ck_.find(base + ".weight_packed")) {
-      if (in % 32 != 0) fail("checkpoint: MXFP4 tensor `{}.weight_packed` needs in_features % 32 == 0, got {}", base, in);
+      if (in % 32 != 0)
+        fail("checkpoint: MXFP4 tensor `{}.weight_packed` needs in_features % 32 == 0, got {}", base, in);
       w.weight = u8(base + ".weight_packed", {out, in / 2});
       w.scale = u8(base + ".weight_scale", {out, in / 32});
       if (ck_.find(base + ".weight_shape")) ck_.get(base + ".weight_shape", {2});  // compressed-tensors extra
@@ -185,7 +189,8 @@ void check_extras(const Checkpoint& ck, ModelWeights& w) {
          extra.size() > 5 ? ", ..." : "");
   }
   if (ignored > 0)
-    w.notes.push_back(fmt::format("ignored {} tensor(s) outside the text model (vision tower / projector)", ignored));
+    w.notes.push_back(
+        fmt::format("ignored {} tensor(s) outside the text model (vision tower / projector)", ignored));
 }
 
 }  // namespace

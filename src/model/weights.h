@@ -40,29 +40,29 @@ struct ExpertWeights {
 
 // block_sparse_moe.*
 struct MoeWeights {
-  TensorRef gate;                          // router bf16 [E, D]
-  TensorRef e_score_correction_bias;       // f32 [E] (selection only)
-  std::vector<ExpertWeights> experts;      // [E]
-  std::optional<DenseMlpWeights> shared;   // shared_experts.*: [n_shared*I, D] / [D, n_shared*I]
-  std::optional<TensorRef> latent_down;    // routed_expert_down_proj.weight bf16 [L, D] (K3)
-  std::optional<TensorRef> latent_norm;    // routed_expert_norm.weight bf16 [L] (K3, latent_moe_use_norm)
-  std::optional<TensorRef> latent_up;      // routed_expert_up_proj.weight bf16 [D, L] (K3)
+  TensorRef gate;                         // router bf16 [E, D]
+  TensorRef e_score_correction_bias;      // f32 [E] (selection only)
+  std::vector<ExpertWeights> experts;     // [E]
+  std::optional<DenseMlpWeights> shared;  // shared_experts.*: [n_shared*I, D] / [D, n_shared*I]
+  std::optional<TensorRef> latent_down;   // routed_expert_down_proj.weight bf16 [L, D] (K3)
+  std::optional<TensorRef> latent_norm;   // routed_expert_norm.weight bf16 [L] (K3, latent_moe_use_norm)
+  std::optional<TensorRef> latent_up;     // routed_expert_up_proj.weight bf16 [D, L] (K3)
 };
 
 // KDA self_attn.* (model-spec §2, §8).
 struct KdaWeights {
-  TensorRef q_proj, k_proj, v_proj;     // bf16 [H*K, D]
-  TensorRef q_conv, k_conv, v_conv;     // {q,k,v}_conv1d.weight bf16|f32 [H*K, 1, W]; tap W-1 = current token
-  TensorRef f_a_proj;                   // bf16 [K, D]   forget-gate low rank down
-  TensorRef f_b_proj;                   // bf16 [H*K, K] forget-gate low rank up
-  TensorRef a_log;                      // A_log f32, [1,1,H,1] or [N >= H]: use the first H values (K3 pads)
-  TensorRef dt_bias;                    // f32 [H*K]
-  TensorRef b_proj;                     // bf16 [H, D]  beta logits
-  std::optional<TensorRef> g_a_proj;    // bf16 [K, D]   low-rank output gate (Kimi Linear)
-  std::optional<TensorRef> g_b_proj;    // bf16 [H*K, K]
-  std::optional<TensorRef> g_proj;      // bf16 [H*K, D] full-rank output gate (K3 use_full_rank_gate)
-  TensorRef o_norm;                     // bf16|f32 [K] per-head RMSNorm weight shared by all heads
-  TensorRef o_proj;                     // bf16 [D, H*K]
+  TensorRef q_proj, k_proj, v_proj;   // bf16 [H*K, D]
+  TensorRef q_conv, k_conv, v_conv;   // {q,k,v}_conv1d.weight bf16|f32 [H*K, 1, W]; tap W-1 = current token
+  TensorRef f_a_proj;                 // bf16 [K, D]   forget-gate low rank down
+  TensorRef f_b_proj;                 // bf16 [H*K, K] forget-gate low rank up
+  TensorRef a_log;                    // A_log f32, [1,1,H,1] or [N >= H]: use the first H values (K3 pads)
+  TensorRef dt_bias;                  // f32 [H*K]
+  TensorRef b_proj;                   // bf16 [H, D]  beta logits
+  std::optional<TensorRef> g_a_proj;  // bf16 [K, D]   low-rank output gate (Kimi Linear)
+  std::optional<TensorRef> g_b_proj;  // bf16 [H*K, K]
+  std::optional<TensorRef> g_proj;    // bf16 [H*K, D] full-rank output gate (K3 use_full_rank_gate)
+  TensorRef o_norm;                   // bf16|f32 [K] per-head RMSNorm weight shared by all heads
+  TensorRef o_proj;                   // bf16 [D, H*K]
 };
 
 // MLA self_attn.* (model-spec §2, §5, §8). Q = qk_nope + qk_rope, C = kv_lora_rank, R = qk_rope.
@@ -71,11 +71,11 @@ struct MlaWeights {
   std::optional<TensorRef> q_a_proj;       // bf16 [q_lora, D] (q_lora_rank > 0)
   std::optional<TensorRef> q_a_layernorm;  // bf16 [q_lora]
   std::optional<TensorRef> q_b_proj;       // bf16 [Hm*Q, q_lora]
-  TensorRef kv_a_proj;                     // kv_a_proj_with_mqa bf16 [C + R, D]: rows [0,C) latent, [C,C+R) k_pe
-  TensorRef kv_a_layernorm;                // bf16 [C]
-  TensorRef kv_b_proj;                     // bf16 [Hm*(qk_nope + v), C]: per head W_UK rows then W_UV rows
-  std::optional<TensorRef> g_proj;         // bf16 [Hm*v, D] sigmoid output gate (K3 mla_use_output_gate)
-  TensorRef o_proj;                        // bf16 [D, Hm*v]
+  TensorRef kv_a_proj;              // kv_a_proj_with_mqa bf16 [C + R, D]: rows [0,C) latent, [C,C+R) k_pe
+  TensorRef kv_a_layernorm;         // bf16 [C]
+  TensorRef kv_b_proj;              // bf16 [Hm*(qk_nope + v), C]: per head W_UK rows then W_UV rows
+  std::optional<TensorRef> g_proj;  // bf16 [Hm*v, D] sigmoid output gate (K3 mla_use_output_gate)
+  TensorRef o_proj;                 // bf16 [D, Hm*v]
 };
 
 // Block Attention Residuals parameters of one sublayer (model-spec §7.2).
@@ -86,12 +86,12 @@ struct AttnResWeights {
 
 struct LayerWeights {
   LayerKind kind = LayerKind::Kda;
-  TensorRef input_layernorm;           // bf16 [D]
-  TensorRef post_attention_layernorm;  // bf16 [D]
-  std::optional<KdaWeights> kda;       // kind == Kda
-  std::optional<MlaWeights> mla;       // kind == Mla
-  std::optional<DenseMlpWeights> mlp; // !is_moe_layer: mlp.* [dense_intermediate, D]
-  std::optional<MoeWeights> moe;       // is_moe_layer
+  TensorRef input_layernorm;               // bf16 [D]
+  TensorRef post_attention_layernorm;      // bf16 [D]
+  std::optional<KdaWeights> kda;           // kind == Kda
+  std::optional<MlaWeights> mla;           // kind == Mla
+  std::optional<DenseMlpWeights> mlp;      // !is_moe_layer: mlp.* [dense_intermediate, D]
+  std::optional<MoeWeights> moe;           // is_moe_layer
   std::optional<AttnResWeights> attn_res;  // self_attention_res_* (attn_res_block_size > 0)
   std::optional<AttnResWeights> mlp_res;   // mlp_res_* (attn_res_block_size > 0)
 };

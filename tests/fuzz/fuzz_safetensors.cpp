@@ -2,9 +2,9 @@
 // ds::Error or return a header whose every tensor range lies inside the file, matches
 // numel * dtype size and overlaps no other. Anything else (another exception, a crash, a
 // sanitizer report, a violated invariant) is a finding: abort so the fuzzer stops.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <algorithm>
 #include <exception>
 #include <span>
 #include <utility>
@@ -25,7 +25,8 @@ void check_invariants(const ds::SafetensorsHeader& h, size_t size) {
   std::vector<std::pair<size_t, size_t>> ranges;
   for (const auto& [name, t] : h.tensors) {
     const size_t begin = h.offset.at(name);
-    if (t.numel() < 0 || size_t(t.numel()) * ds::dtype_size(t.dtype) != t.n_bytes) finding("n_bytes != numel * size");
+    if (t.numel() < 0 || size_t(t.numel()) * ds::dtype_size(t.dtype) != t.n_bytes)
+      finding("n_bytes != numel * size");
     if (begin > size - h.data_start || t.n_bytes > size - h.data_start - begin) finding("range past EOF");
     ranges.emplace_back(begin, begin + t.n_bytes);
   }
@@ -39,7 +40,8 @@ void check_invariants(const ds::SafetensorsHeader& h, size_t size) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
-    const ds::SafetensorsHeader h = ds::SafetensorsHeader::parse(std::span<const uint8_t>(data, size), size, "fuzz");
+    const ds::SafetensorsHeader h =
+        ds::SafetensorsHeader::parse(std::span<const uint8_t>(data, size), size, "fuzz");
     check_invariants(h, size);
   } catch (const ds::Error&) {
     // Rejected input: the expected outcome for most mutations.

@@ -1,5 +1,3 @@
-#include "layers/attn_res.h"
-
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -7,6 +5,7 @@
 #include <vector>
 
 #include "core/check.h"
+#include "layers/attn_res.h"
 
 using namespace ds;
 
@@ -49,8 +48,8 @@ struct FakeSublayer {
 };
 
 struct StreamRun {
-  std::vector<std::vector<float>> inputs;   // every sublayer input h, in call order
-  std::vector<std::vector<float>> partials; // P after every layer
+  std::vector<std::vector<float>> inputs;    // every sublayer input h, in call order
+  std::vector<std::vector<float>> partials;  // P after every layer
   std::vector<float> out;
 };
 
@@ -165,7 +164,8 @@ TEST(K3AttnRes, TwoPhaseEqualsReferenceOnRandomInputs) {
       const std::vector<float> emb = randn(rng, size_t(T) * D);
       const StreamRun ref = run_stream(q, S, AttnResMode::Reference, emb, T, attn, mlp);
       const StreamRun two = run_stream(q, S, AttnResMode::TwoPhase, emb, T, attn, mlp);
-      for (size_t i = 0; i < ref.inputs.size(); ++i) expect_close(two.inputs[i], ref.inputs[i], 1e-5f, "input", int(i));
+      for (size_t i = 0; i < ref.inputs.size(); ++i)
+        expect_close(two.inputs[i], ref.inputs[i], 1e-5f, "input", int(i));
       for (size_t i = 0; i < ref.partials.size(); ++i)
         expect_close(two.partials[i], ref.partials[i], 1e-5f, "partial", int(i));
       expect_close(two.out, ref.out, 1e-5f, "output", L * 100 + S);

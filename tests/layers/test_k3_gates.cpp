@@ -1,5 +1,3 @@
-#include "layers/k3_gates.h"
-
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -8,6 +6,7 @@
 
 #include "core/check.h"
 #include "kernels/cpu/linear.h"
+#include "layers/k3_gates.h"
 
 using namespace ds;
 
@@ -18,13 +17,15 @@ std::vector<float> randn(std::mt19937& rng, size_t n, float scale = 1.0f) {
   for (float& x : v) x = d(rng);
   return v;
 }
-double sig(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+double sig(double x) {
+  return 1.0 / (1.0 + std::exp(-x));
+}
 }  // namespace
 
 TEST(K3Gates, SafeGateValues) {
   // H = 2, K = 2: exp(A_log) = 2 and 0.5.
   const std::vector<float> a_log{std::log(2.0f), std::log(0.5f)}, dt{0.5f, -1.0f, 0.0f, 3.0f};
-  const std::vector<float> f{-0.5f, 1.0f, 0.0f, -3.0f,  // z = 0 everywhere: g = lb/2
+  const std::vector<float> f{-0.5f,  1.0f,    0.0f, -3.0f,  // z = 0 everywhere: g = lb/2
                              100.0f, -100.0f, 1.0f, -1.0f};
   std::vector<float> g(8);
   kda_safe_gate(f.data(), 2, 2, 2, a_log.data(), dt.data(), -5.0f, g.data());
@@ -126,7 +127,8 @@ TEST(K3Gates, MlaQueryLoraAndOutputGate) {
   mla_output_gate(g, x.data(), T, attn.data());
   std::vector<float> logit(T * HV);
   linear_ref(x.data(), T, g, logit.data());
-  for (int i = 0; i < T * HV; ++i) EXPECT_NEAR(attn[i], before[i] * sig(logit[i]), 1e-6 * (1 + std::fabs(before[i])));
+  for (int i = 0; i < T * HV; ++i)
+    EXPECT_NEAR(attn[i], before[i] * sig(logit[i]), 1e-6 * (1 + std::fabs(before[i])));
   MlaQueryProj bad = qp;
   bad.q_a_norm.pop_back();
   EXPECT_THROW(bad.validate(D, Q), Error);

@@ -1,5 +1,3 @@
-#include "layers/latent_moe.h"
-
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,6 +7,7 @@
 #include <vector>
 
 #include "core/check.h"
+#include "layers/latent_moe.h"
 
 using namespace ds;
 
@@ -20,7 +19,9 @@ std::vector<float> randn(std::mt19937& rng, size_t n, float scale) {
   for (float& x : v) x = d(rng);
   return v;
 }
-double sig(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+double sig(double x) {
+  return 1.0 / (1.0 + std::exp(-x));
+}
 
 // y[o] = Σ_c W[o, c] x[c] in double.
 std::vector<double> matvec(const std::vector<float>& w, int rows, int cols, const std::vector<double>& x) {
@@ -42,7 +43,8 @@ struct DenseGlu {
   }
   std::vector<double> ref(const std::vector<double>& x) const {  // SiTU β 4 / 25
     auto a = matvec(w1, inter, in, x), b = matvec(w3, inter, in, x);
-    for (int i = 0; i < inter; ++i) a[i] = 4.0 * std::tanh(a[i] / 4.0) * sig(a[i]) * 25.0 * std::tanh(b[i] / 25.0);
+    for (int i = 0; i < inter; ++i)
+      a[i] = 4.0 * std::tanh(a[i] / 4.0) * sig(a[i]) * 25.0 * std::tanh(b[i] / 25.0);
     return matvec(w2, in, inter, a);
   }
 };
@@ -144,7 +146,11 @@ TEST(K3LatentMoe, Mxfp4ExpertsEqualTheirDenseExpansion) {
   const std::vector<float> norm(L, 1.0f);
   // Per expert three MXFP4 matrices (w1, w3 [I, L]; w2 [L, I]) and their f32 expansions.
   std::uniform_int_distribution<int> byte(0, 255), sc(122, 126);
-  struct Q { std::vector<uint8_t> packed, scale; std::vector<float> dense; int rows, cols; };
+  struct Q {
+    std::vector<uint8_t> packed, scale;
+    std::vector<float> dense;
+    int rows, cols;
+  };
   std::vector<Q> mats;
   for (int e = 0; e < E; ++e)
     for (int m = 0; m < 3; ++m) {

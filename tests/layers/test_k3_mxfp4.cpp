@@ -81,7 +81,8 @@ TEST(K3Mxfp4, ExpertGemmEqualsDenseExpansion) {
     for (int64_t t = 0; t < T; ++t)
       for (int64_t r = 0; r < rows; ++r) {
         double mag = 0;
-        for (int64_t c = 0; c < cols; ++c) mag += std::fabs(m.dense[size_t(r * cols + c)] * x[size_t(t * cols + c)]);
+        for (int64_t c = 0; c < cols; ++c)
+          mag += std::fabs(m.dense[size_t(r * cols + c)] * x[size_t(t * cols + c)]);
         const size_t i = size_t(t * rows + r);
         ASSERT_NEAR(got[i], want[i], 1e-6 * mag + 1e-7) << "T " << T << " row " << r;
       }

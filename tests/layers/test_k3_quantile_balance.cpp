@@ -1,5 +1,3 @@
-#include "layers/quantile_balance.h"
-
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -8,6 +6,7 @@
 #include <vector>
 
 #include "core/check.h"
+#include "layers/quantile_balance.h"
 
 using namespace ds;
 
@@ -58,9 +57,12 @@ TEST(K3QuantileBalance, OneStepMatchesHandComputedUpdate) {
 
 TEST(K3QuantileBalance, IteratedBiasBalancesRoutingExactly) {
   std::mt19937 rng(2026);
-  struct Case { int m, n, k; float skew; };
-  for (const Case& c : {Case{1024, 16, 4, 1.0f}, Case{512, 16, 4, 2.0f}, Case{1024, 32, 8, 1.0f},
-                        Case{224, 112, 16, 0.5f}}) {
+  struct Case {
+    int m, n, k;
+    float skew;
+  };
+  for (const Case& c :
+       {Case{1024, 16, 4, 1.0f}, Case{512, 16, 4, 2.0f}, Case{1024, 32, 8, 1.0f}, Case{224, 112, 16, 0.5f}}) {
     const std::vector<float> s = skewed_scores(rng, c.m, c.n, c.skew);
     const RouterScores r{s, c.m, c.n};
     const auto before = expert_loads(r, c.k, std::vector<float>(c.n, 0.0f));

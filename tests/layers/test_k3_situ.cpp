@@ -1,11 +1,10 @@
-#include "layers/situ.h"
-
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <vector>
 
 #include "core/check.h"
+#include "layers/situ.h"
 
 using namespace ds;
 

@@ -144,6 +144,23 @@ TEST_P(MlaForms, ExpandedAndAbsorbedMatchReference) {
 
 INSTANTIATE_TEST_SUITE_P(QLora, MlaForms, ::testing::Values(0, 10));
 
+// 300 query rows: the GEMM path of linear() and more than one 256-row score block.
+TEST(MlaLayer, LongPrefillMatchesReference) {
+  RandomWeights rw(15);
+  const MlaConfig cfg = small_mla(0);
+  const MlaParams p = random_params(rw, cfg);
+  const MlaLayer layer(cfg, kD, p);
+  const int64_t T = 300;
+  const std::vector<float> x = rw.vec(T * kD, 1.0f);
+  const std::vector<double> ref = reference(cfg, p, x, T);
+  MlaCache c;
+  c.init(cfg.latent_dim());
+  expect_near(run_pieces(layer, x, {T}, MlaAttnMode::Expanded, &c), ref, 2e-5, "one shot");
+  MlaCache c2;
+  c2.init(cfg.latent_dim());
+  expect_near(run_pieces(layer, x, {270, 30}, MlaAttnMode::Expanded, &c2), ref, 2e-5, "two pieces");
+}
+
 TEST(MlaLayer, CacheHoldsNormedLatentThenKpe) {
   RandomWeights rw(12);
   const MlaConfig cfg = small_mla(0);

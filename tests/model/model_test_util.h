@@ -3,13 +3,13 @@
 #pragma once
 
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <initializer_list>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -18,7 +18,9 @@
 
 namespace ds::test {
 
-inline std::string golden_dir(const std::string& name) { return std::string(DS_TEST_DATA_DIR) + "/golden/" + name; }
+inline std::string golden_dir(const std::string& name) {
+  return std::string(DS_TEST_DATA_DIR) + "/golden/" + name;
+}
 
 // A fresh folder under the system temp dir, removed with its contents on destruction.
 class TempDir {
@@ -49,9 +51,13 @@ inline std::string read_bytes(const std::string& path) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
-inline void write_json(const std::string& path, const nlohmann::json& j) { write_bytes(path, j.dump(2)); }
+inline void write_json(const std::string& path, const nlohmann::json& j) {
+  write_bytes(path, j.dump(2));
+}
 
-inline nlohmann::json read_json(const std::string& path) { return nlohmann::json::parse(read_bytes(path)); }
+inline nlohmann::json read_json(const std::string& path) {
+  return nlohmann::json::parse(read_bytes(path));
+}
 
 // 8-byte LE length + header text + `data_bytes` zero bytes.
 inline std::string raw_safetensors(const std::string& header_text, size_t data_bytes) {
@@ -68,7 +74,8 @@ inline void expect_error(const std::function<void()>& fn, std::initializer_list<
     ADD_FAILURE() << "expected ds::Error containing \"" << *parts.begin() << "\"";
   } catch (const ds::Error& e) {
     const std::string msg = e.what();
-    for (const std::string& p : parts) EXPECT_NE(msg.find(p), std::string::npos) << "message: " << msg << "\nmissing: " << p;
+    for (const std::string& p : parts)
+      EXPECT_NE(msg.find(p), std::string::npos) << "message: " << msg << "\nmissing: " << p;
     EXPECT_EQ(msg.find('\n'), std::string::npos) << "multi-line message: " << msg;
   }
 }

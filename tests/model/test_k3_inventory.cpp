@@ -2,9 +2,9 @@
 // A_log padded to 128) written as sparse shard files whose headers are real and whose data is a
 // hole, then bound header-only through the kimi_k3 wrapper config. ~500k tensors, ~1.5 TB logical.
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "model/weights.h"
@@ -20,27 +20,56 @@ using Shape = std::vector<int64_t>;
 json k3_wrapper_config() {
   json mla_layers = json::array(), kda_layers = json::array();
   for (int l = 1; l <= 93; ++l) (l % 4 == 0 || l == 93 ? mla_layers : kda_layers).push_back(l);
-  const json text = {
-      {"model_type", "kimi_linear"}, {"architectures", {"KimiLinearForCausalLM"}},
-      {"vocab_size", 163840}, {"hidden_size", 7168}, {"num_hidden_layers", 93}, {"intermediate_size", 33792},
-      {"rms_norm_eps", 1e-5}, {"hidden_act", "situ"}, {"activation_situ_beta", 4.0},
-      {"activation_situ_linear_beta", 25.0}, {"num_attention_heads", 96}, {"q_lora_rank", 1536},
-      {"kv_lora_rank", 512}, {"qk_nope_head_dim", 128}, {"qk_rope_head_dim", 64}, {"v_head_dim", 128},
-      {"mla_use_nope", true}, {"mla_use_output_gate", true}, {"num_experts", 896}, {"num_experts_per_token", 16},
-      {"num_shared_experts", 2}, {"moe_intermediate_size", 3072}, {"routed_expert_hidden_size", 3584},
-      {"latent_moe_use_norm", true}, {"moe_router_activation_func", "sigmoid"}, {"moe_renormalize", true},
-      {"routed_scaling_factor", 1.0}, {"first_k_dense_replace", 1}, {"moe_layer_freq", 1},
-      {"topk_method", "noaux_tc"}, {"num_expert_group", 1}, {"topk_group", 1}, {"attn_res_block_size", 12},
-      {"max_position_embeddings", 1048576}, {"tie_word_embeddings", false}, {"num_nextn_predict_layers", 0},
-      {"linear_attn_config",
-       {{"kda_layers", kda_layers}, {"full_attn_layers", mla_layers}, {"num_heads", 96}, {"head_dim", 128},
-        {"short_conv_kernel_size", 4}, {"gate_lower_bound", -5.0}, {"use_full_rank_gate", true}}}};
-  return {{"model_type", "kimi_k3"},
-          {"architectures", {"KimiK3ForConditionalGeneration"}},
-          {"text_config", text},
-          {"vision_config", {{"num_hidden_layers", 27}, {"hidden_size", 1024}}},
-          {"quantization_config",
-           {{"quant_method", "compressed-tensors"}, {"format", "mxfp4-pack-quantized"}}}};
+  const json text = {{"model_type", "kimi_linear"},
+                     {"architectures", {"KimiLinearForCausalLM"}},
+                     {"vocab_size", 163840},
+                     {"hidden_size", 7168},
+                     {"num_hidden_layers", 93},
+                     {"intermediate_size", 33792},
+                     {"rms_norm_eps", 1e-5},
+                     {"hidden_act", "situ"},
+                     {"activation_situ_beta", 4.0},
+                     {"activation_situ_linear_beta", 25.0},
+                     {"num_attention_heads", 96},
+                     {"q_lora_rank", 1536},
+                     {"kv_lora_rank", 512},
+                     {"qk_nope_head_dim", 128},
+                     {"qk_rope_head_dim", 64},
+                     {"v_head_dim", 128},
+                     {"mla_use_nope", true},
+                     {"mla_use_output_gate", true},
+                     {"num_experts", 896},
+                     {"num_experts_per_token", 16},
+                     {"num_shared_experts", 2},
+                     {"moe_intermediate_size", 3072},
+                     {"routed_expert_hidden_size", 3584},
+                     {"latent_moe_use_norm", true},
+                     {"moe_router_activation_func", "sigmoid"},
+                     {"moe_renormalize", true},
+                     {"routed_scaling_factor", 1.0},
+                     {"first_k_dense_replace", 1},
+                     {"moe_layer_freq", 1},
+                     {"topk_method", "noaux_tc"},
+                     {"num_expert_group", 1},
+                     {"topk_group", 1},
+                     {"attn_res_block_size", 12},
+                     {"max_position_embeddings", 1048576},
+                     {"tie_word_embeddings", false},
+                     {"num_nextn_predict_layers", 0},
+                     {"linear_attn_config",
+                      {{"kda_layers", kda_layers},
+                       {"full_attn_layers", mla_layers},
+                       {"num_heads", 96},
+                       {"head_dim", 128},
+                       {"short_conv_kernel_size", 4},
+                       {"gate_lower_bound", -5.0},
+                       {"use_full_rank_gate", true}}}};
+  return {
+      {"model_type", "kimi_k3"},
+      {"architectures", {"KimiK3ForConditionalGeneration"}},
+      {"text_config", text},
+      {"vision_config", {{"num_hidden_layers", 27}, {"hidden_size", 1024}}},
+      {"quantization_config", {{"quant_method", "compressed-tensors"}, {"format", "mxfp4-pack-quantized"}}}};
 }
 
 // Accumulates one shard's header text and its data size.
@@ -82,7 +111,8 @@ class ShardWriter {
 void add_layer(ShardWriter& s, int l, bool mla) {
   const std::string p = fmt::format("language_model.model.layers.{}.", l);
   const int64_t d = 7168;
-  for (const char* n : {"input_layernorm", "post_attention_layernorm", "self_attention_res_norm", "mlp_res_norm"})
+  for (const char* n :
+       {"input_layernorm", "post_attention_layernorm", "self_attention_res_norm", "mlp_res_norm"})
     s.add(p + n + ".weight", "BF16", {d});
   s.add(p + "self_attention_res_proj.weight", "BF16", {1, d});
   s.add(p + "mlp_res_proj.weight", "BF16", {1, d});
@@ -97,7 +127,8 @@ void add_layer(ShardWriter& s, int l, bool mla) {
     s.add(a + "g_proj.weight", "BF16", {12288, d});
     s.add(a + "o_proj.weight", "BF16", {d, 12288});
   } else {
-    for (const char* n : {"q_proj", "k_proj", "v_proj", "g_proj"}) s.add(a + n + ".weight", "BF16", {12288, d});
+    for (const char* n : {"q_proj", "k_proj", "v_proj", "g_proj"})
+      s.add(a + n + ".weight", "BF16", {12288, d});
     for (const char* n : {"q_conv1d", "k_conv1d", "v_conv1d"}) s.add(a + n + ".weight", "F32", {12288, 1, 4});
     s.add(a + "f_a_proj.weight", "BF16", {128, d});
     s.add(a + "f_b_proj.weight", "BF16", {12288, 128});
@@ -133,7 +164,9 @@ void add_layer(ShardWriter& s, int l, bool mla) {
   }
 }
 
-int64_t linear_params(const LinearWeight& w) { return w.out * w.in; }
+int64_t linear_params(const LinearWeight& w) {
+  return w.out * w.in;
+}
 
 TEST(K3Inventory, RealTensorInventoryBindsHeaderOnly) {
   test::TempDir dir;
@@ -142,7 +175,8 @@ TEST(K3Inventory, RealTensorInventoryBindsHeaderOnly) {
   size_t n_tensors = 0;
   auto flush = [&](ShardWriter& s, const std::string& file) {
     if (!s.write(dir.file(file))) return false;
-    for (const std::string& n : s.names()) weight_map += fmt::format("{}\"{}\":\"{}\"", weight_map.empty() ? "" : ",", n, file);
+    for (const std::string& n : s.names())
+      weight_map += fmt::format("{}\"{}\":\"{}\"", weight_map.empty() ? "" : ",", n, file);
     n_tensors += s.names().size();
     return true;
   };
@@ -190,7 +224,8 @@ TEST(K3Inventory, RealTensorInventoryBindsHeaderOnly) {
   int64_t routed = 0;
   for (const LayerWeights& l : w.layers) {
     if (!l.moe) continue;
-    for (const ExpertWeights& x : l.moe->experts) routed += linear_params(x.w1) + linear_params(x.w2) + linear_params(x.w3);
+    for (const ExpertWeights& x : l.moe->experts)
+      routed += linear_params(x.w1) + linear_params(x.w2) + linear_params(x.w3);
   }
   EXPECT_EQ(routed, int64_t(92) * 896 * 3 * 3072 * 3584);
 }

@@ -1,8 +1,8 @@
-#include "model/model_config.h"
-
 #include <gtest/gtest.h>
+
 #include <nlohmann/json.hpp>
 
+#include "model/model_config.h"
 #include "model_test_util.h"
 
 namespace ds {
@@ -12,8 +12,12 @@ using nlohmann::json;
 using test::expect_error;
 using test::golden_dir;
 
-json kl_json() { return test::read_json(golden_dir("kimi-linear-tiny") + "/config.json"); }
-json k3_json() { return test::read_json(golden_dir("k3-tiny") + "/config.json"); }
+json kl_json() {
+  return test::read_json(golden_dir("kimi-linear-tiny") + "/config.json");
+}
+json k3_json() {
+  return test::read_json(golden_dir("k3-tiny") + "/config.json");
+}
 
 TEST(ModelConfig, KimiLinearFixture) {
   const ModelConfig c = ModelConfig::load(golden_dir("kimi-linear-tiny"));  // folder form
@@ -32,7 +36,8 @@ TEST(ModelConfig, KimiLinearFixture) {
   EXPECT_EQ(c.eos_token_id, 502);
   EXPECT_EQ(c.pad_token_id, 511);
   EXPECT_EQ(c.max_position_tokens, 1048576);
-  const std::vector<LayerKind> kinds{LayerKind::Kda, LayerKind::Kda, LayerKind::Kda, LayerKind::Mla, LayerKind::Kda};
+  const std::vector<LayerKind> kinds{LayerKind::Kda, LayerKind::Kda, LayerKind::Kda, LayerKind::Mla,
+                                     LayerKind::Kda};
   EXPECT_EQ(c.layer_kind, kinds);
   EXPECT_EQ(c.n_kda_layers(), 4);
   EXPECT_EQ(c.n_mla_layers(), 1);
@@ -67,7 +72,8 @@ TEST(ModelConfig, K3Fixture) {
   EXPECT_FLOAT_EQ(c.situ_beta, 4.0f);
   EXPECT_FLOAT_EQ(c.situ_linear_beta, 25.0f);
   EXPECT_EQ(c.attn_res_block_size, 2);
-  const std::vector<LayerKind> kinds{LayerKind::Kda, LayerKind::Kda, LayerKind::Kda, LayerKind::Mla, LayerKind::Mla};
+  const std::vector<LayerKind> kinds{LayerKind::Kda, LayerKind::Kda, LayerKind::Kda, LayerKind::Mla,
+                                     LayerKind::Mla};
   EXPECT_EQ(c.layer_kind, kinds);
   ASSERT_TRUE(c.kda.gate_lower_bound.has_value());
   EXPECT_FLOAT_EQ(*c.kda.gate_lower_bound, -5.0f);
@@ -97,7 +103,11 @@ TEST(ModelConfig, KimiK3Wrapper) {
   EXPECT_EQ(c.hidden, 256);
   EXPECT_EQ(c.mla.q_lora_rank, 96);
 
-  expect_error([] { ModelConfig::from_json({{"model_type", "kimi_k3"}}, "w.json"); }, {"w.json", "text_config"});
+  expect_error(
+      [] {
+        ModelConfig::from_json({{"model_type", "kimi_k3"}}, "w.json");
+      },
+      {"w.json", "text_config"});
 }
 
 // Applies `edit` to the Kimi Linear fixture config and expects from_json to fail naming `parts`.
@@ -108,8 +118,11 @@ void expect_bad(const std::function<void(json&)>& edit, std::initializer_list<st
 }
 
 TEST(ModelConfig, LayerInBothLists) {
-  expect_bad([](json& j) { j["linear_attn_config"]["kda_layers"] = {1, 2, 3, 4, 5}; },
-             {"layer 4", "both", "kda_layers", "full_attn_layers"});
+  expect_bad(
+      [](json& j) {
+        j["linear_attn_config"]["kda_layers"] = {1, 2, 3, 4, 5};
+      },
+      {"layer 4", "both", "kda_layers", "full_attn_layers"});
 }
 
 TEST(ModelConfig, LayerInNeitherList) {
@@ -117,16 +130,23 @@ TEST(ModelConfig, LayerInNeitherList) {
 }
 
 TEST(ModelConfig, LayerOutOfRangeOrRepeated) {
-  expect_bad([](json& j) { j["linear_attn_config"]["kda_layers"] = {0, 1, 2, 3, 5}; },
-             {"linear_attn_config.kda_layers", "layer 0", "1..5"});
+  expect_bad(
+      [](json& j) {
+        j["linear_attn_config"]["kda_layers"] = {0, 1, 2, 3, 5};
+      },
+      {"linear_attn_config.kda_layers", "layer 0", "1..5"});
   expect_bad([](json& j) { j["linear_attn_config"]["full_attn_layers"] = {4, 6}; }, {"layer 6", "1..5"});
   expect_bad([](json& j) { j["linear_attn_config"]["kda_layers"] = {1, 2, 2, 3, 5}; }, {"layer 2 twice"});
-  expect_bad([](json& j) { j["linear_attn_config"]["kda_layers"] = {1, "2", 3, 5}; },
-             {"linear_attn_config.kda_layers", "\"2\""});
+  expect_bad(
+      [](json& j) {
+        j["linear_attn_config"]["kda_layers"] = {1, "2", 3, 5};
+      },
+      {"linear_attn_config.kda_layers", "\"2\""});
 }
 
 TEST(ModelConfig, TopKAboveExperts) {
-  expect_bad([](json& j) { j["num_experts_per_token"] = 9; }, {"num_experts_per_token", "9", "num_experts", "8"});
+  expect_bad([](json& j) { j["num_experts_per_token"] = 9; },
+             {"num_experts_per_token", "9", "num_experts", "8"});
 }
 
 TEST(ModelConfig, BadValuesNameKeyAndValue) {
@@ -136,7 +156,8 @@ TEST(ModelConfig, BadValuesNameKeyAndValue) {
   expect_bad([](json& j) { j.erase("vocab_size"); }, {"missing key", "vocab_size"});
   expect_bad([](json& j) { j["hidden_act"] = "gelu"; }, {"hidden_act", "gelu"});
   expect_bad([](json& j) { j.erase("linear_attn_config"); }, {"linear_attn_config"});
-  expect_bad([](json& j) { j["linear_attn_config"]["num_heads"] = 0; }, {"linear_attn_config.num_heads", "0"});
+  expect_bad([](json& j) { j["linear_attn_config"]["num_heads"] = 0; },
+             {"linear_attn_config.num_heads", "0"});
   expect_bad([](json& j) { j["kv_lora_rank"] = 0; }, {"kv_lora_rank", "0"});
   expect_bad([](json& j) { j["mla_use_nope"] = false; }, {"mla_use_nope"});
   expect_bad([](json& j) { j["num_expert_group"] = 8; }, {"num_expert_group", "8"});
@@ -146,7 +167,8 @@ TEST(ModelConfig, BadValuesNameKeyAndValue) {
   expect_bad([](json& j) { j["first_k_dense_replace"] = 6; }, {"first_k_dense_replace", "6"});
   expect_bad([](json& j) { j["tie_word_embeddings"] = 1; }, {"tie_word_embeddings"});
   expect_bad([](json& j) { j["linear_attn_config"]["gate_lower_bound"] = 1.0; }, {"gate_lower_bound"});
-  expect_bad([](json& j) { j["latent_moe_use_norm"] = true; }, {"latent_moe_use_norm", "routed_expert_hidden_size"});
+  expect_bad([](json& j) { j["latent_moe_use_norm"] = true; },
+             {"latent_moe_use_norm", "routed_expert_hidden_size"});
   expect_error([] { ModelConfig::from_json(json::array(), "arr.json"); }, {"arr.json", "object"});
 }
 

@@ -1,10 +1,9 @@
-#include "model/mxfp4.h"
-
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <vector>
 
+#include "model/mxfp4.h"
 #include "model/weights.h"
 #include "model_test_util.h"
 
@@ -44,8 +43,8 @@ TEST(Mxfp4, E8m0Scales) {
 TEST(Mxfp4, NibbleOrderIsLowFirst) {
   static_assert(kMxfp4NibbleOrder == NibbleOrder::LowFirst);
   std::vector<uint8_t> packed(16, 0);
-  packed[0] = 0x21;  // element 0 = code 1 (0.5), element 1 = code 2 (1.0)
-  packed[15] = 0x9f; // element 30 = code 15 (-6), element 31 = code 9 (-0.5)
+  packed[0] = 0x21;   // element 0 = code 1 (0.5), element 1 = code 2 (1.0)
+  packed[15] = 0x9f;  // element 30 = code 15 (-6), element 31 = code 9 (-0.5)
   const std::vector<uint8_t> scale{127};
   std::vector<float> out(32);
   mxfp4_decode_row(packed, scale, out);
@@ -72,7 +71,8 @@ TEST(Mxfp4, EveryCodeBothPositionsScalesFarFrom127) {
     for (int i = 0; i < 16; ++i) {
       const size_t lo = blk * 32 + size_t(2 * i), hi = lo + 1;
       EXPECT_EQ(out[lo], float(double(e2m1_by_bits(i)) * s)) << "block " << blk << " low code " << i;
-      EXPECT_EQ(out[hi], float(double(e2m1_by_bits(15 - i)) * s)) << "block " << blk << " high code " << 15 - i;
+      EXPECT_EQ(out[hi], float(double(e2m1_by_bits(15 - i)) * s))
+          << "block " << blk << " high code " << 15 - i;
     }
   }
   // Spot values written out: block 1 (2^20) code 7 -> 6 * 2^20; block 4 (2^-127) code 1 -> 2^-128.
@@ -94,9 +94,11 @@ TEST(Mxfp4, OverflowAndNanScale) {
 TEST(Mxfp4, SizeMismatchIsAnError) {
   std::vector<uint8_t> packed(16), scales(2);
   std::vector<float> out(32);
-  test::expect_error([&] { mxfp4_decode_row(packed, scales, out); }, {"16 packed bytes", "2 scales", "32 inputs"});
+  test::expect_error([&] { mxfp4_decode_row(packed, scales, out); },
+                     {"16 packed bytes", "2 scales", "32 inputs"});
   std::vector<float> odd(30);
-  test::expect_error([&] { mxfp4_decode_row(std::vector<uint8_t>(15), std::vector<uint8_t>(1), odd); }, {"30 inputs"});
+  test::expect_error([&] { mxfp4_decode_row(std::vector<uint8_t>(15), std::vector<uint8_t>(1), odd); },
+                     {"30 inputs"});
 }
 
 TEST(Mxfp4, DotRowMatchesDecode) {
@@ -123,7 +125,8 @@ TEST(Mxfp4, DecodesRowOfLinearWeight) {
   lw.scale = TensorRef{"w.weight_scale", DType::U8, {2, 2}, scales.data(), scales.size()};
   std::vector<float> row(64);
   mxfp4_decode_row(lw, 1, row);
-  for (int j = 0; j < 64; ++j) EXPECT_EQ(row[size_t(j)], e2m1_by_bits(j % 16) * (j < 32 ? 8.0f : 0.125f)) << j;
+  for (int j = 0; j < 64; ++j)
+    EXPECT_EQ(row[size_t(j)], e2m1_by_bits(j % 16) * (j < 32 ? 8.0f : 0.125f)) << j;
   test::expect_error([&] { mxfp4_decode_row(lw, 2, row); }, {"row 2", "w.weight_packed"});
   LinearWeight dense;
   dense.weight.name = "d.weight";

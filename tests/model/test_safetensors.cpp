@@ -1,10 +1,9 @@
-#include "model/safetensors.h"
-
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <cstring>
+#include <nlohmann/json.hpp>
 
+#include "model/safetensors.h"
 #include "model_test_util.h"
 
 namespace ds {
@@ -18,15 +17,16 @@ using test::TempDir;
 
 SafetensorsHeader parse_text(const std::string& header, size_t data_bytes) {
   const std::string raw = raw_safetensors(header, data_bytes);
-  return SafetensorsHeader::parse({reinterpret_cast<const uint8_t*>(raw.data()), raw.size()}, raw.size(), "t.st");
+  return SafetensorsHeader::parse({reinterpret_cast<const uint8_t*>(raw.data()), raw.size()}, raw.size(),
+                                  "t.st");
 }
 
 TEST(Safetensors, WriteThenReadF32AndI32) {
   TempDir dir;
   const std::vector<float> logits{1.5f, -2.0f, 0.25f, 3.0f, 4.0f, -0.5f};
   const std::vector<int32_t> ids{7, -1, 163839};
-  write_safetensors(dir.file("out.safetensors"), {{"logits", DType::F32, {2, 3}, logits.data()},
-                                                  {"ids", DType::I32, {3}, ids.data()}});
+  write_safetensors(dir.file("out.safetensors"),
+                    {{"logits", DType::F32, {2, 3}, logits.data()}, {"ids", DType::I32, {3}, ids.data()}});
   auto f = SafetensorsFile::open(dir.file("out.safetensors"));
   ASSERT_EQ(f->tensors().size(), 2u);
   const TensorRef* l = f->find("logits");
@@ -83,21 +83,32 @@ TEST(Safetensors, ParsesHeaderFields) {
   EXPECT_GT(h.data_start, 8u);
   // Unknown entry fields (nested or scalar) are ignored; surrounding whitespace is fine.
   const SafetensorsHeader u = parse_text(
-      R"( { "a" : {"x":{"y":[1,{"z":null}],"w":"s"},"dtype":"I32","q":7,"shape":[1],"data_offsets":[0,4],"r":[]} } )", 4);
+      R"( { "a" : {"x":{"y":[1,{"z":null}],"w":"s"},"dtype":"I32","q":7,"shape":[1],"data_offsets":[0,4],"r":[]} } )",
+      4);
   EXPECT_EQ(u.tensors.at("a").dtype, DType::I32);
   EXPECT_EQ(u.tensors.at("a").shape, std::vector<int64_t>{1});
 }
 
 TEST(Safetensors, RejectsMalformedStructure) {
-  expect_error([] { parse_text(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", 8); },
-               {"`a` appears twice"});
+  expect_error(
+      [] {
+        parse_text(
+            R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+            8);
+      },
+      {"`a` appears twice"});
   expect_error([] { parse_text(R"({"a":5})", 0); }, {"`a`", "entry must be an object", "a number"});
   expect_error([] { parse_text(R"({"__metadata__":[1]})", 0); }, {"`__metadata__` must be an object"});
-  expect_error([] { parse_text(R"({"a":{"dtype":["F32"],"shape":[1],"data_offsets":[0,4]}})", 4); }, {"`a`", "bad `dtype`"});
-  expect_error([] { parse_text(R"({"a":{"dtype":"F32","shape":[1.5],"data_offsets":[0,4]}})", 4); }, {"`a`", "bad dimension 1.5"});
-  expect_error([] { parse_text(R"({"a":{"dtype":"F32","shape":[[1]],"data_offsets":[0,4]}})", 4); }, {"`a`", "bad dimension"});
-  expect_error([] { parse_text(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,-4]}})", 4); }, {"`a`", "data_offsets", "-4"});
-  expect_error([] { parse_text(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}} x)", 4); }, {"not valid JSON"});
+  expect_error([] { parse_text(R"({"a":{"dtype":["F32"],"shape":[1],"data_offsets":[0,4]}})", 4); },
+               {"`a`", "bad `dtype`"});
+  expect_error([] { parse_text(R"({"a":{"dtype":"F32","shape":[1.5],"data_offsets":[0,4]}})", 4); },
+               {"`a`", "bad dimension 1.5"});
+  expect_error([] { parse_text(R"({"a":{"dtype":"F32","shape":[[1]],"data_offsets":[0,4]}})", 4); },
+               {"`a`", "bad dimension"});
+  expect_error([] { parse_text(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,-4]}})", 4); },
+               {"`a`", "data_offsets", "-4"});
+  expect_error([] { parse_text(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}} x)", 4); },
+               {"not valid JSON"});
   expect_error([] { parse_text(R"("text")", 0); }, {"JSON object", "a string"});
 }
 
@@ -112,24 +123,37 @@ TEST(Safetensors, TruncatedFile) {
   test::write_bytes(dir.file("empty.safetensors"), "");
   expect_error([&] { SafetensorsFile::open(dir.file("empty.safetensors")); }, {"0 bytes"});
   test::write_bytes(dir.file("head.safetensors"), full.substr(0, 100));  // header cut mid-JSON
-  expect_error([&] { SafetensorsFile::open(dir.file("head.safetensors")); }, {"header length 22816", "runs past"});
+  expect_error([&] { SafetensorsFile::open(dir.file("head.safetensors")); },
+               {"header length 22816", "runs past"});
 }
 
 TEST(Safetensors, HeaderLengthPastEof) {
   std::string raw = raw_safetensors(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", 4);
   raw[0] = char(0xff);
   raw[1] = char(0x7f);  // 0x7fff bytes of header in a ~70 byte file
-  expect_error([&] { SafetensorsHeader::parse({reinterpret_cast<const uint8_t*>(raw.data()), raw.size()}, raw.size(), "x.st"); },
-               {"x.st", "header length 32767", "runs past the end"});
+  expect_error(
+      [&] {
+        SafetensorsHeader::parse({reinterpret_cast<const uint8_t*>(raw.data()), raw.size()}, raw.size(),
+                                 "x.st");
+      },
+      {"x.st", "header length 32767", "runs past the end"});
   raw[7] = char(0x80);  // absurd length
-  expect_error([&] { SafetensorsHeader::parse({reinterpret_cast<const uint8_t*>(raw.data()), raw.size()}, raw.size(), "x.st"); },
-               {"exceeds"});
+  expect_error(
+      [&] {
+        SafetensorsHeader::parse({reinterpret_cast<const uint8_t*>(raw.data()), raw.size()}, raw.size(),
+                                 "x.st");
+      },
+      {"exceeds"});
 }
 
 TEST(Safetensors, OverlappingOffsets) {
-  expect_error([] {
-    parse_text(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})", 12);
-  }, {"`a` [0, 8]", "`b` [4, 12]", "overlap"});
+  expect_error(
+      [] {
+        parse_text(
+            R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
+            12);
+      },
+      {"`a` [0, 8]", "`b` [4, 12]", "overlap"});
 }
 
 TEST(Safetensors, BadEntries) {
@@ -146,8 +170,11 @@ TEST(Safetensors, BadEntries) {
   expect_error([] { parse_text(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0]}})", 4); },
                {"`a`", "data_offsets"});
   expect_error([] { parse_text(R"({"a":{"shape":[1],"data_offsets":[0,4]}})", 4); }, {"`a`", "dtype"});
-  expect_error([] { parse_text(R"({"a":{"dtype":"F32","shape":[1099511627776,1099511627776],"data_offsets":[0,4]}})", 4); },
-               {"`a`"});
+  expect_error(
+      [] {
+        parse_text(R"({"a":{"dtype":"F32","shape":[1099511627776,1099511627776],"data_offsets":[0,4]}})", 4);
+      },
+      {"`a`"});
   expect_error([] { parse_text(R"({"__metadata__":{"k":3}})", 0); }, {"__metadata__.k"});
   expect_error([] { parse_text(R"({"a":)", 0); }, {"t.st", "not valid JSON"});
   expect_error([] { parse_text(R"([1,2])", 0); }, {"JSON object"});
@@ -159,7 +186,8 @@ void write_sharded(const TempDir& dir, const json& weight_map) {
   write_safetensors(dir.file("model-00001-of-00002.safetensors"),
                     {{"a", DType::F32, {2}, v.data()}, {"b", DType::F32, {2, 2}, v.data()}});
   write_safetensors(dir.file("model-00002-of-00002.safetensors"), {{"c", DType::F32, {1}, v.data() + 3}});
-  test::write_json(dir.file("model.safetensors.index.json"), {{"metadata", {{"total_size", 28}}}, {"weight_map", weight_map}});
+  test::write_json(dir.file("model.safetensors.index.json"),
+                   {{"metadata", {{"total_size", 28}}}, {"weight_map", weight_map}});
 }
 
 TEST(Checkpoint, ShardedIndex) {
@@ -180,8 +208,10 @@ TEST(Checkpoint, ShardedIndex) {
 TEST(Checkpoint, BadIndex) {
   {
     TempDir dir;
-    write_sharded(dir, {{"a", "model-00001-of-00002.safetensors"}, {"c", "model-00001-of-00002.safetensors"}});
-    expect_error([&] { Checkpoint::open(dir.path()); }, {"`c`", "absent from model-00001-of-00002.safetensors"});
+    write_sharded(dir,
+                  {{"a", "model-00001-of-00002.safetensors"}, {"c", "model-00001-of-00002.safetensors"}});
+    expect_error([&] { Checkpoint::open(dir.path()); },
+                 {"`c`", "absent from model-00001-of-00002.safetensors"});
   }
   {
     TempDir dir;
@@ -196,14 +226,16 @@ TEST(Checkpoint, BadIndex) {
   {
     TempDir dir;
     const std::vector<float> v{1, 2};
-    write_sharded(dir, {{"a", "model-00001-of-00002.safetensors"}, {"c", "model-00002-of-00002.safetensors"}});
-    write_safetensors(dir.file("model-00002-of-00002.safetensors"), {{"c", DType::F32, {1}, v.data()},
-                                                                    {"a", DType::F32, {1}, v.data()}});
+    write_sharded(dir,
+                  {{"a", "model-00001-of-00002.safetensors"}, {"c", "model-00002-of-00002.safetensors"}});
+    write_safetensors(dir.file("model-00002-of-00002.safetensors"),
+                      {{"c", DType::F32, {1}, v.data()}, {"a", DType::F32, {1}, v.data()}});
     expect_error([&] { Checkpoint::open(dir.path()); }, {"`a` appears twice"});
   }
   {
     TempDir dir;
-    expect_error([&] { Checkpoint::open(dir.path()); }, {"neither model.safetensors nor model.safetensors.index.json"});
+    expect_error([&] { Checkpoint::open(dir.path()); },
+                 {"neither model.safetensors nor model.safetensors.index.json"});
     expect_error([&] { Checkpoint::open(dir.file("missing")); }, {"does not exist"});
   }
 }
@@ -211,15 +243,17 @@ TEST(Checkpoint, BadIndex) {
 TEST(Checkpoint, PrefixStrippedAndHeaderOnly) {
   TempDir dir;
   const std::vector<float> v{1, 2, 3};
-  write_safetensors(dir.file("model.safetensors"), {{"language_model.model.norm.weight", DType::F32, {3}, v.data()},
-                                                    {"vision_tower.w", DType::F32, {1}, v.data()}});
+  write_safetensors(dir.file("model.safetensors"),
+                    {{"language_model.model.norm.weight", DType::F32, {3}, v.data()},
+                     {"vision_tower.w", DType::F32, {1}, v.data()}});
   const Checkpoint ck = Checkpoint::open(dir.path(), "language_model.");
   EXPECT_EQ(ck.names(), (std::vector<std::string>{"model.norm.weight", "vision_tower.w"}));
   EXPECT_TRUE(ck.is_unprefixed("vision_tower.w"));
   EXPECT_FALSE(ck.is_unprefixed("model.norm.weight"));
   EXPECT_EQ(tensor_to_f32(ck.get("model.norm.weight", {3})), v);
 
-  const Checkpoint hdr = Checkpoint::open(dir.file("model.safetensors"), "language_model.", /*header_only=*/true);
+  const Checkpoint hdr =
+      Checkpoint::open(dir.file("model.safetensors"), "language_model.", /*header_only=*/true);
   const TensorRef& t = hdr.get("model.norm.weight", {3});
   EXPECT_EQ(t.data, nullptr);
   EXPECT_EQ(t.n_bytes, 12u);

@@ -1,10 +1,9 @@
-#include "model/weights.h"
-
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 
+#include "model/weights.h"
 #include "model_test_util.h"
 
 namespace ds {
@@ -102,32 +101,40 @@ void expect_bind_error(const std::string& fixture, const std::function<void(std:
 
 TEST(Weights, MissingTensor) {
   const std::string name = "model.layers.2.self_attn.f_b_proj.weight";
-  expect_bind_error("kimi-linear-tiny", [&](auto& ts) { std::erase_if(ts, [&](auto& t) { return t.name == name; }); },
+  expect_bind_error("kimi-linear-tiny",
+                    [&](auto& ts) { std::erase_if(ts, [&](auto& t) { return t.name == name; }); },
                     {"missing tensor `" + name + "`", "[256, 128]"});
 }
 
 TEST(Weights, MisShapedTensor) {
   const std::string name = "model.layers.1.self_attn.o_norm.weight";
-  expect_bind_error("kimi-linear-tiny", [&](auto& ts) {
-    OwnedTensor* t = find_tensor(ts, name);
-    t->shape = {64};
-    t->bytes.resize(128);
-  }, {"`" + name + "`", "shape [64]", "expected [128]"});
+  expect_bind_error("kimi-linear-tiny",
+                    [&](auto& ts) {
+                      OwnedTensor* t = find_tensor(ts, name);
+                      t->shape = {64};
+                      t->bytes.resize(128);
+                    },
+                    {"`" + name + "`", "shape [64]", "expected [128]"});
 }
 
 TEST(Weights, WrongDtype) {
   const std::string name = "model.layers.1.self_attn.o_norm.weight";
-  expect_bind_error("kimi-linear-tiny", [&](auto& ts) {
-    OwnedTensor* t = find_tensor(ts, name);
-    t->dtype = DType::I32;
-    t->bytes.assign(128 * 4, 0);
-  }, {"`" + name + "`", "dtype I32", "BF16, F16 or F32"});
+  expect_bind_error("kimi-linear-tiny",
+                    [&](auto& ts) {
+                      OwnedTensor* t = find_tensor(ts, name);
+                      t->dtype = DType::I32;
+                      t->bytes.assign(128 * 4, 0);
+                    },
+                    {"`" + name + "`", "dtype I32", "BF16, F16 or F32"});
 }
 
 TEST(Weights, ExtraTensor) {
-  expect_bind_error("kimi-linear-tiny", [&](auto& ts) {
-    ts.push_back({"model.layers.0.self_attn.bogus.weight", DType::BF16, {2}, std::vector<uint8_t>(4, 0)});
-  }, {"1 extra tensor", "model.layers.0.self_attn.bogus.weight"});
+  expect_bind_error(
+      "kimi-linear-tiny",
+      [&](auto& ts) {
+        ts.push_back({"model.layers.0.self_attn.bogus.weight", DType::BF16, {2}, std::vector<uint8_t>(4, 0)});
+      },
+      {"1 extra tensor", "model.layers.0.self_attn.bogus.weight"});
 }
 
 TEST(Weights, ALogShapes) {
@@ -143,11 +150,13 @@ TEST(Weights, ALogShapes) {
   const ModelWeights w = ModelWeights::bind(cfg, ck);
   EXPECT_EQ(w.layers[0].kda->a_log.shape, Shape{8});
   // Fewer entries than heads is an error.
-  expect_bind_error("k3-tiny", [](auto& ts) {
-    OwnedTensor* t = find_tensor(ts, "model.layers.2.self_attn.A_log");
-    t->shape = {1};
-    t->bytes.resize(4);
-  }, {"model.layers.2.self_attn.A_log", "shape [1]", "N >= 2"});
+  expect_bind_error("k3-tiny",
+                    [](auto& ts) {
+                      OwnedTensor* t = find_tensor(ts, "model.layers.2.self_attn.A_log");
+                      t->shape = {1};
+                      t->bytes.resize(4);
+                    },
+                    {"model.layers.2.self_attn.A_log", "shape [1]", "N >= 2"});
 }
 
 // Replaces the bf16 routed experts of the K3 fixture by MXFP4 packed/scale tensors (zero bytes).
@@ -165,8 +174,10 @@ void to_mxfp4(std::vector<OwnedTensor>& ts) {
       out.push_back(std::move(t));
       continue;
     }
-    out.push_back({base + ".weight_packed", DType::U8, {o, in / 2}, std::vector<uint8_t>(size_t(o * in / 2), 0)});
-    out.push_back({base + ".weight_scale", DType::U8, {o, in / 32}, std::vector<uint8_t>(size_t(o * in / 32), 127)});
+    out.push_back(
+        {base + ".weight_packed", DType::U8, {o, in / 2}, std::vector<uint8_t>(size_t(o * in / 2), 0)});
+    out.push_back(
+        {base + ".weight_scale", DType::U8, {o, in / 32}, std::vector<uint8_t>(size_t(o * in / 32), 127)});
   }
   ts = std::move(out);
 }
@@ -185,15 +196,23 @@ TEST(Weights, Mxfp4Experts) {
   EXPECT_EQ(e.w1.in, 128);
   EXPECT_FALSE(e.w2.is_mxfp4());
 
-  expect_bind_error("k3-tiny", [](auto& ts) {
-    to_mxfp4(ts);
-    std::erase_if(ts, [](auto& t) { return t.name == "model.layers.1.block_sparse_moe.experts.0.w3.weight_scale"; });
-  }, {"missing tensor `model.layers.1.block_sparse_moe.experts.0.w3.weight_scale`", "[48, 4]"});
-  expect_bind_error("k3-tiny", [](auto& ts) {
-    to_mxfp4(ts);
-    OwnedTensor* t = find_tensor(ts, "model.layers.1.block_sparse_moe.experts.0.w1.weight_packed");
-    t->dtype = DType::I8;
-  }, {"weight_packed", "dtype I8", "expected U8"});
+  expect_bind_error(
+      "k3-tiny",
+      [](auto& ts) {
+        to_mxfp4(ts);
+        std::erase_if(ts, [](auto& t) {
+          return t.name == "model.layers.1.block_sparse_moe.experts.0.w3.weight_scale";
+        });
+      },
+      {"missing tensor `model.layers.1.block_sparse_moe.experts.0.w3.weight_scale`", "[48, 4]"});
+  expect_bind_error("k3-tiny",
+                    [](auto& ts) {
+                      to_mxfp4(ts);
+                      OwnedTensor* t =
+                          find_tensor(ts, "model.layers.1.block_sparse_moe.experts.0.w1.weight_packed");
+                      t->dtype = DType::I8;
+                    },
+                    {"weight_packed", "dtype I8", "expected U8"});
 }
 
 // The kimi_k3 multimodal wrapper: text tensors under `language_model.`, a vision tower ignored.
@@ -201,12 +220,14 @@ TEST(Weights, KimiK3WrapperLoadsTextModel) {
   TempDir dir;
   std::vector<OwnedTensor> ts = test::load_all(golden_dir("k3-tiny") + "/model.safetensors");
   for (OwnedTensor& t : ts) t.name = "language_model." + t.name;
-  ts.push_back({"vision_tower.encoder.blocks.0.attn.qkv.weight", DType::BF16, {6, 2}, std::vector<uint8_t>(24, 0)});
+  ts.push_back(
+      {"vision_tower.encoder.blocks.0.attn.qkv.weight", DType::BF16, {6, 2}, std::vector<uint8_t>(24, 0)});
   ts.push_back({"mm_projector.proj.0.weight", DType::BF16, {2, 2}, std::vector<uint8_t>(8, 0)});
   test::save_all(dir.file("model.safetensors"), ts);
-  test::write_json(dir.file("config.json"), {{"model_type", "kimi_k3"},
-                                              {"text_config", test::read_json(golden_dir("k3-tiny") + "/config.json")},
-                                              {"vision_config", {{"hidden_size", 1024}}}});
+  test::write_json(dir.file("config.json"),
+                   {{"model_type", "kimi_k3"},
+                    {"text_config", test::read_json(golden_dir("k3-tiny") + "/config.json")},
+                    {"vision_config", {{"hidden_size", 1024}}}});
   const ModelConfig cfg = ModelConfig::load(dir.path());
   ASSERT_TRUE(cfg.multimodal_wrapper);
   const Checkpoint ck = Checkpoint::open(dir.path(), cfg.tensor_prefix());

@@ -38,10 +38,15 @@ std::vector<T> k3_tensor(const std::string& name, DType want) {
   std::memcpy(v.data(), t->data, v.size() * sizeof(T));
   return v;
 }
-std::vector<float> k3_f32(const std::string& name) { return k3_tensor<float>(name, DType::F32); }
-std::vector<int32_t> k3_i32(const std::string& name) { return k3_tensor<int32_t>(name, DType::I32); }
+std::vector<float> k3_f32(const std::string& name) {
+  return k3_tensor<float>(name, DType::F32);
+}
+std::vector<int32_t> k3_i32(const std::string& name) {
+  return k3_tensor<int32_t>(name, DType::I32);
+}
 
-std::vector<float> prefill_all(const ModelRunner& r, const std::vector<int32_t>& ids, SequenceState* st = nullptr) {
+std::vector<float> prefill_all(const ModelRunner& r, const std::vector<int32_t>& ids,
+                               SequenceState* st = nullptr) {
   SequenceState local = r.new_sequence();
   ForwardBatch b;
   b.seqs.push_back({ids, st ? st : &local, LogitsWant::All, {}});
@@ -75,8 +80,8 @@ INSTANTIATE_TEST_SUITE_P(K3Tiny, K3PromptLogits, ::testing::Values(1, 5, 63, 64,
 TEST(K3TinyGolden, TwoPhaseAttnResMatchesGolden) {
   for (int n : {65, 300}) {
     const std::string p = "prompt_" + std::to_string(n);
-    expect_close(prefill_all(k3_runner(AttnResMode::TwoPhase), k3_i32(p + ".input_ids")), k3_f32(p + ".logits"),
-                 kLogitAtol, kLogitRtol, "k3.two_phase." + p);
+    expect_close(prefill_all(k3_runner(AttnResMode::TwoPhase), k3_i32(p + ".input_ids")),
+                 k3_f32(p + ".logits"), kLogitAtol, kLogitRtol, "k3.two_phase." + p);
   }
 }
 
@@ -102,7 +107,8 @@ TEST(K3TinyGolden, GreedyDecodeWithCache) {
   const LogitsJobResult res = run_logits_job(k3_runner(), k3_i32("prompt_65.input_ids"), 8);
   EXPECT_EQ(res.decode_tokens, k3_i32("decode.tokens"));
   expect_close(res.logits, k3_f32("prompt_65.logits"), kLogitAtol, kLogitRtol, "k3.decode.prompt");
-  expect_close(res.decode_logits, k3_f32("decode.step_logits"), kLogitAtol, kLogitRtol, "k3.decode.step_logits");
+  expect_close(res.decode_logits, k3_f32("decode.step_logits"), kLogitAtol, kLogitRtol,
+               "k3.decode.step_logits");
 }
 
 TEST(K3TinyGolden, TeacherForcedDecode) {
@@ -131,7 +137,8 @@ TEST(K3TinyGolden, SplitPrefill) {
   r.forward(head);
   ForwardBatch tail;
   tail.seqs.push_back({std::span(ids).subspan(100), &st, LogitsWant::All, {}});
-  expect_close(r.forward(tail).logits[0], k3_f32("split.logits_tail"), kLogitAtol, kLogitRtol, "k3.split.logits_tail");
+  expect_close(r.forward(tail).logits[0], k3_f32("split.logits_tail"), kLogitAtol, kLogitRtol,
+               "k3.split.logits_tail");
   EXPECT_EQ(st.n_tokens, 130);
 }
 
@@ -142,7 +149,8 @@ TEST(K3TinyGolden, StateAfterPrompt65) {
   for (int l : {0, 1, 2}) {
     const std::string pre = "state_after_65.kda.layer_" + std::to_string(l);
     expect_close(st.kda[size_t(l)].S, k3_f32(pre + ".S"), kStateAtol, kStateRtol, "k3." + pre + ".S");
-    expect_close(st.kda[size_t(l)].conv, k3_f32(pre + ".conv"), kStateAtol, kStateRtol, "k3." + pre + ".conv");
+    expect_close(st.kda[size_t(l)].conv, k3_f32(pre + ".conv"), kStateAtol, kStateRtol,
+                 "k3." + pre + ".conv");
   }
   EXPECT_EQ(st.mla[3].n_tokens, 65);
   expect_close(st.mla[3].latent, k3_f32("state_after_65.mla.layer_3.latent"), kStateAtol, kStateRtol,

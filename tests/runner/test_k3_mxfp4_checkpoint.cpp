@@ -3,7 +3,6 @@
 // logits as the same checkpoint with those experts stored as bf16 of the exact dequantised values.
 // (w2 is [128, 48]; 48 inputs are not a whole number of 32-groups, so it stays bf16 in both.)
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <cmath>
@@ -44,7 +43,8 @@ void write_checkpoint(const fs::path& dir, const std::map<std::string, OutTensor
   const uint64_t n = head.size();
   f.write(reinterpret_cast<const char*>(&n), 8);
   f.write(head.data(), std::streamsize(head.size()));
-  for (const auto& [name, t] : ts) f.write(reinterpret_cast<const char*>(t.bytes.data()), std::streamsize(t.bytes.size()));
+  for (const auto& [name, t] : ts)
+    f.write(reinterpret_cast<const char*>(t.bytes.data()), std::streamsize(t.bytes.size()));
   ASSERT_TRUE(f.good());
 }
 
@@ -98,7 +98,8 @@ TEST(K3Mxfp4Checkpoint, LogitsEqualDequantisedBf16Checkpoint) {
     const bool expert = name.find(".experts.") != std::string::npos &&
                         (name.ends_with("w1.weight") || name.ends_with("w3.weight"));
     if (!expert) {
-      OutTensor copy{std::string(dtype_name(t.dtype)), t.shape, std::vector<uint8_t>(t.data, t.data + t.n_bytes)};
+      OutTensor copy{std::string(dtype_name(t.dtype)), t.shape,
+                     std::vector<uint8_t>(t.data, t.data + t.n_bytes)};
       q[name] = copy;
       d[name] = std::move(copy);
       continue;
@@ -113,7 +114,8 @@ TEST(K3Mxfp4Checkpoint, LogitsEqualDequantisedBf16Checkpoint) {
   write_checkpoint(root / "bf16", d);
   std::vector<float> lq, ld;
   {
-    const auto rq = ModelRunner::load((root / "mxfp4").string()), rd = ModelRunner::load((root / "bf16").string());
+    const auto rq = ModelRunner::load((root / "mxfp4").string()),
+               rd = ModelRunner::load((root / "bf16").string());
     const auto golden = SafetensorsFile::open(kSrc + "/golden.safetensors");
     const TensorRef* t = golden->find("prompt_65.input_ids");
     ASSERT_TRUE(t != nullptr && t->dtype == DType::I32);

@@ -1,0 +1,31 @@
+// Causal softmax attention for one sequence over a cached prefix (MLA prefill, non-absorbed form):
+// queries are the n_q newest positions, keys/values cover all n_kv positions, so query i sees keys
+// [0, n_kv − n_q + i]. f32 throughout; scores via small GEMMs on a per-head transposed K, exact
+// two-pass softmax per 16-query block (no online rescaling). OpenMP over heads × query blocks.
+#pragma once
+
+#include <cstdint>
+
+namespace ds {
+
+struct AttnDims {
+  int64_t n_q = 0;   // new query tokens
+  int64_t n_kv = 0;  // key/value positions (>= n_q; the first n_kv − n_q are the cached prefix)
+  int64_t H = 0;     // heads (keys/values per head: no grouping)
+  int64_t Dk = 0;    // q/k head dim
+  int64_t Dv = 0;    // v head dim
+};
+
+// q f32 [n_q, H, Dk] (row stride q_stride >= H*Dk), k f32 [n_kv, H, Dk] (k_stride),
+// v f32 [n_kv, H, Dv] (v_stride), o f32 [n_q, H, Dv] (o_stride) overwritten.
+// o[i,h] = Σ_j softmax_j(scale · q[i,h]·k[j,h]) v[j,h] over j <= n_kv − n_q + i.
+void attention_causal(const AttnDims& d, const float* q, int64_t q_stride, const float* k,
+                      int64_t k_stride, const float* v, int64_t v_stride, float scale, float* o,
+                      int64_t o_stride);
+
+// Reference: per query, double-accumulated scores and outputs, single thread.
+void attention_causal_ref(const AttnDims& d, const float* q, int64_t q_stride, const float* k,
+                          int64_t k_stride, const float* v, int64_t v_stride, float scale,
+                          float* o, int64_t o_stride);
+
+}  // namespace ds
