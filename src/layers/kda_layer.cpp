@@ -71,6 +71,21 @@ void KdaLayer::forward(const LayerBatch& batch, std::span<const KdaSeqIO> io, co
   const int64_t W = cfg_.conv_kernel, w = W - 1;
   DS_CHECK(int64_t(io.size()) == batch.n_seq(), "kda layer: {} states for {} sequences", io.size(),
            batch.n_seq());
+  for (int s = 0; s < batch.n_seq(); ++s) {  // validate everything before any state changes
+    const KdaSeqIO& sio = io[size_t(s)];
+    DS_CHECK(sio.state != nullptr, "kda layer: sequence {} has no state", s);
+    const KdaState& st = *sio.state;
+    DS_CHECK(st.n_head == H && st.head_dim == K && st.conv_window == w,
+             "kda layer: state shape H {} K {} window {} does not match layer H {} K {} window {}",
+             st.n_head, st.head_dim, st.conv_window, H, K, w);
+    DS_CHECK(sio.emit_after.empty() || sio.emitted, "kda layer: checkpoints requested without an output");
+    int64_t prev = 0;
+    for (int64_t p : sio.emit_after) {
+      DS_CHECK(p > prev && p <= batch.len(s), "kda checkpoint offset {} not in ({}, {}] (ascending)", p,
+               prev, batch.len(s));
+      prev = p;
+    }
+  }
   if (T == 0) return;
   const size_t TP = size_t(T * P);
   // Pre-conv projections, kept for the conv windows of emitted checkpoints. f32 [3, T, P].
@@ -83,9 +98,6 @@ void KdaLayer::forward(const LayerBatch& batch, std::span<const KdaSeqIO> io, co
   if (any_emit) initial_conv.resize(size_t(batch.n_seq()) * 3 * P * w);
   for (int s = 0; s < batch.n_seq(); ++s) {
     KdaState& st = *io[size_t(s)].state;
-    DS_CHECK(st.n_head == H && st.head_dim == K && st.conv_window == w,
-             "kda layer: state shape H {} K {} window {} does not match layer H {} K {} window {}",
-             st.n_head, st.head_dim, st.conv_window, H, K, w);
     if (any_emit) std::copy(st.conv.begin(), st.conv.end(), initial_conv.begin() + s * 3 * P * w);
     const int64_t b = batch.begin(s), n = batch.len(s);
     const float* taps[3] = {p_.conv_q.data(), p_.conv_k.data(), p_.conv_v.data()};

@@ -145,6 +145,7 @@ TEST(KdaLayer, RejectsBadShapesAndCheckpointOffsets) {
   const std::vector<float> x = rw.vec(3 * kD, 1.0f);
   std::vector<float> y(x.size());
   EXPECT_THROW(layer.forward(b, io, x.data(), y.data()), Error);
+  for (float v : st.conv) ASSERT_EQ(v, 0.0f);  // rejected before any state change
   KdaState wrong;
   wrong.init(3, int(kK), int(kW));
   const KdaSeqIO io2[1] = {{&wrong, {}, nullptr}};
