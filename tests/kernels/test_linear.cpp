@@ -70,7 +70,7 @@ TEST(Linear, StridedAndAccumulate) {
   Weights w = make_weights(rows, cols, 3);
   for (DType dt : {DType::F32, DType::BF16}) {
     const WeightView wv = w.view(dt, rows, cols);
-    for (int64_t t_rows : {int64_t(2), int64_t(12), T}) {  // GEMV (two kinds) and GEMM paths
+    for (int64_t t_rows : {int64_t(2), int64_t(12), T}) {  // GEMV and GEMM paths
       const int64_t xs = cols + 5, ys = rows + 3;
       const auto xbig = test::randn(size_t(t_rows * xs), 8);
       std::vector<float> x(size_t(t_rows * cols));

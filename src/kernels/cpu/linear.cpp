@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <mutex>
-#include <type_traits>
 #include <vector>
 
 #include "core/check.h"
@@ -115,8 +114,9 @@ void gemv_tile_1x1(const float* x, int64_t xs, int64_t t, const WT* w, int64_t c
   store_sum(y + t * ys + r, a, accumulate);
 }
 
-// Few activation rows (T < 8): every output row block streams its weights once, all tokens
-// per block. Rows [r0, r0 + nr), nr <= kRowBlock.
+// All activation rows for output rows [r0, r0 + nr), nr <= kRowBlock: each weight row block is
+// read from memory once; 4-token tiles re-read it from L1. (Tried and measured slower for T = 16:
+// widening the bf16 block once into an f32 buffer, and column chunking to keep x in L1.)
 template <typename WT>
 void gemv_rows(const float* x, int64_t xs, int64_t T, const WT* w, int64_t cols, int64_t r0,
                int64_t nr, float* y, int64_t ys, bool acc) {
@@ -130,54 +130,12 @@ void gemv_rows(const float* x, int64_t xs, int64_t T, const WT* w, int64_t cols,
   for (; t < T; ++t) gemv_tile_4x1(x, xs, t, w, cols, r0, y, ys, acc);
 }
 
-// More activation rows (8 <= T <= 16): x is re-read once per 4-row block, so the columns are
-// walked in chunks of kColChunk (x chunk 16 x 256 f32 = 16 KiB stays in L1 across the row blocks)
-// and each 4 x chunk weight block is widened once into wbuf (f32) for all token tiles. Partial
-// sums of later chunks are added into y.
-constexpr int64_t kColChunk = 256;
-
-template <typename WT>
-void gemv_rows_chunked(const float* x, int64_t xs, int64_t T, const WT* w, int64_t cols,
-                       int64_t r_begin, int64_t r_end, float* y, int64_t ys, bool acc,
-                       std::vector<float>& wbuf) {
-  wbuf.resize(size_t(kRowBlock * kColChunk));
-  const int64_t r_full = r_begin + (r_end - r_begin) / kRowBlock * kRowBlock;
-  for (int64_t c0 = 0; c0 < cols; c0 += kColChunk) {
-    const int64_t n = std::min(kColChunk, cols - c0);
-    const bool add = acc || c0 > 0;
-    for (int64_t r0 = r_begin; r0 < r_full; r0 += kRowBlock) {
-      for (int64_t r = 0; r < kRowBlock; ++r)
-        for (int64_t c = 0; c < n; c += 16) {
-          const __mmask16 m = n - c >= 16 ? __mmask16(0xffff) : simd::tail_mask(n - c);
-          _mm512_mask_storeu_ps(wbuf.data() + r * n + c, m, load_w16(w + (r0 + r) * cols + c0 + c, m));
-        }
-      int64_t t = 0;
-      for (; t + kTBlock <= T; t += kTBlock) gemv_tile_4x4(x + c0, xs, t, wbuf.data(), n, 0, y + r0, ys, add);
-      for (; t < T; ++t) gemv_tile_4x1(x + c0, xs, t, wbuf.data(), n, 0, y + r0, ys, add);
-    }
-  }
-  for (int64_t r = r_full; r < r_end; ++r)
-    for (int64_t t = 0; t < T; ++t) gemv_tile_1x1(x, xs, t, w, cols, r, y, ys, acc);
-}
-
 template <typename WT>
 void gemv_impl(const float* x, int64_t x_stride, int64_t T, const WT* w, int64_t rows,
                int64_t cols, float* y, int64_t y_stride, bool acc) {
   const int64_t n_blocks = (rows + kRowBlock - 1) / kRowBlock;
   // Below ~512K MACs (~1 MB of bf16 weights, ~25 us) a fork/join is not worth it.
   const bool parallel = rows * cols * T >= (int64_t(1) << 19) && n_blocks > 1;
-  if (T >= 2 * kTBlock) {
-#pragma omp parallel if (parallel)
-    {
-      const int64_t nt = omp_get_num_threads(), id = omp_get_thread_num();
-      const int64_t per = (n_blocks + nt - 1) / nt * kRowBlock;  // contiguous rows per thread
-      const int64_t r_begin = std::min(rows, id * per), r_end = std::min(rows, r_begin + per);
-      std::vector<float> wbuf;
-      if (r_begin < r_end)
-        gemv_rows_chunked(x, x_stride, T, w, cols, r_begin, r_end, y, y_stride, acc, wbuf);
-    }
-    return;
-  }
 #pragma omp parallel for schedule(static) if (parallel)
   for (int64_t b = 0; b < n_blocks; ++b) {
     const int64_t r0 = b * kRowBlock;
