@@ -80,8 +80,9 @@ TEST(PageKeyMap, MatchesAReferenceMapUnderRandomInsertErase) {
       const bool inserted = map.insert(key, i);
       EXPECT_EQ(inserted, ref.emplace(key, i).second);
     }
-    if (i % 997 == 0)
+    if (i % 997 == 0) {
       for (const auto& [k, v] : ref) ASSERT_EQ(map.find(k), v);
+    }
   }
   EXPECT_EQ(map.size(), static_cast<int64_t>(ref.size()));
   for (const auto& [k, v] : ref) EXPECT_EQ(map.find(k), v);
