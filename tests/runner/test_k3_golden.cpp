@@ -82,7 +82,8 @@ TEST(K3TinyGolden, TwoPhaseAttnResMatchesGolden) {
     const std::string p = "prompt_" + std::to_string(n);
     expect_close(prefill_all(k3_runner(AttnResMode::TwoPhase), k3_i32(p + ".input_ids")),
                  k3_f32(p + ".logits"), kLogitAtol, kLogitRtol, "k3.two_phase." + p);
-  }  // Decode (T = 1 per step) through the two-phase form as well.
+  }
+  // Decode (T = 1 per step) through the two-phase form as well.
   const LogitsJobResult res =
       run_logits_job(k3_runner(AttnResMode::TwoPhase), k3_i32("prompt_65.input_ids"), 8);
   EXPECT_EQ(res.decode_tokens, k3_i32("decode.tokens"));
