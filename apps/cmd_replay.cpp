@@ -74,6 +74,7 @@ void run(ReplayFlags& f) {
   TraceOptions topt;
   topt.skip_bad = f.skip_bad;
   Trace trace = load_trace(f.trace, topt);
+  if (!trace.closed_loop) f.setup.concurrency = {1};  // open loop: arrivals set the load
   PreparedSweep sweep = prepare_sweep(f.setup);
   if (!f.json)
     fmt::print("trace {} ({} sessions, {} skipped) | model {} on {} x {} | device KV budget {} tokens "

@@ -45,7 +45,12 @@ void Scheduler::schedule_running(SchedulePlan& plan, int64_t& budget) {
     Slot& slot = running_[i];
     int64_t n_new = std::min(slot.req->n_tokens() - slot.req->n_computed_tokens, budget);
     if (!preempt_if_needed(i, slot.req->n_computed_tokens + n_new)) {
-      preempt_last();  // slot i is the newest: preempt it and stop
+      // Slot i is the newest left. Alone (everything else evictable) it can never fit: reject it
+      // rather than recompute the same prefix forever; otherwise preempt it and stop.
+      if (running_.size() == 1)
+        reject_last_running();
+      else
+        preempt_last();
       break;
     }
     slot.n_new = n_new;
@@ -135,6 +140,14 @@ bool Scheduler::admit_one(Request& req, Slot& slot) {
     req.n_host_hit_tokens = std::min(hit.n_hit_host_tokens, req.n_hit_tokens);
   }
   return true;
+}
+
+void Scheduler::reject_last_running() {
+  Slot slot = std::move(running_.back());
+  running_.pop_back();
+  cache_.abort(slot.seq);
+  slot.req->status = RequestStatus::aborted;
+  rejected_.push_back(std::move(*slot.req));
 }
 
 void Scheduler::reject_head() {

@@ -26,7 +26,8 @@ struct SchedulerConfig {
 struct StepEvents {
   std::vector<RequestId> first_token;  // requests that sampled their first output token
   std::vector<Request> finished;       // completed requests (moved out of the scheduler)
-  std::vector<Request> rejected;       // can never fit in the cache even alone (status aborted)
+  std::vector<Request> rejected;       // can never fit in the cache even alone (status aborted;
+                                       // rejected mid-prefill/decode keeps its counters)
 };
 
 class Scheduler {
@@ -70,6 +71,7 @@ class Scheduler {
   bool admit_one(Request& req, Slot& slot);
   void build_plan(SchedulePlan& plan);
   void reject_head();
+  void reject_last_running();
 
   SchedulerConfig config_;
   HybridCache& cache_;

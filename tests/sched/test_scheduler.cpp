@@ -220,6 +220,26 @@ TEST(Scheduler, RejectsARequestThatCanNeverFit) {
   cache.check_invariants();
 }
 
+TEST(Scheduler, RejectsARequestThatOutgrowsTheCacheAlone) {
+  // Room for 5 pages: admission and the first 128-token chunks fit, the whole prompt never does.
+  // Without the rejection it would be preempted and recomputed from the start forever.
+  HybridCache cache(small_cache(5 * 64 + 8, "none"));
+  Scheduler s({.max_step_tokens = 128, .max_running = 16}, cache);
+  s.add(make_request(1, iota_tokens(1000, 0), 2));
+  std::vector<Request> rejected;
+  for (int i = 0; i < 100 && !s.idle(); ++i) {
+    SchedulePlan plan = s.step();
+    StepEvents ev = s.apply(plan, {});
+    for (auto& r : ev.rejected) rejected.push_back(std::move(r));
+    cache.check_invariants();
+  }
+  EXPECT_TRUE(s.idle());
+  ASSERT_EQ(rejected.size(), 1u);
+  EXPECT_EQ(rejected[0].status, RequestStatus::aborted);
+  EXPECT_EQ(rejected[0].n_computed_tokens, 256);  // the chunk to 384 tokens needs a 6th page
+  EXPECT_EQ(cache.n_running(), 0);
+}
+
 TEST(Scheduler, MaxRunningCapsAdmission) {
   HybridCache cache(small_cache(1 << 20));
   Scheduler s({.max_step_tokens = 8192, .max_running = 2}, cache);

@@ -28,7 +28,7 @@ struct KdaTensors {
   float* o = nullptr;
 };
 
-// Plain per-token recurrence exactly as model-spec §3.3 (double-free, f32, single thread).
+// Plain per-token recurrence exactly as model-spec §3.3 (f32 throughout, single thread).
 void kda_recurrent_ref(const KdaDims& d, const KdaTensors& t, float scale);
 
 // Same math, optimised for decode (few tokens): vectorised, OpenMP over heads.
