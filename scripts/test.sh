@@ -1,7 +1,15 @@
 #!/usr/bin/env bash
-# The test command: set-up, build, every unit/golden test, then each fuzz target briefly.
+# The test command: set-up, build, every unit/golden/property test, then each fuzz target briefly.
+# Ends with one summary line "tests: N passed, N failed".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh
-ctest --test-dir build --output-on-failure -j"$(nproc)"
+log=build/ctest.log
+status=0
+ctest --test-dir build --output-on-failure -j"$(nproc)" 2>&1 | tee "$log" || status=$?
 bash scripts/fuzz.sh "${DS_FUZZ_SECONDS:-20}"
+summary=$(grep -E "tests passed, [0-9]+ tests failed out of [0-9]+" "$log" | tail -1)
+total=$(sed -E 's/.* out of ([0-9]+).*/\1/' <<<"$summary")
+failed=$(sed -E 's/.* ([0-9]+) tests failed.*/\1/' <<<"$summary")
+echo "tests: $((total - failed)) passed, $failed failed"
+exit "$status"
