@@ -1,16 +1,10 @@
 #include "exec/sim_executor.h"
 
 #include "core/check.h"
+#include "core/hash.h"
 
 namespace ds {
 namespace {
-
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 
 void add_cost(StepCost& sum, const StepCost& c) {
   sum.total_s += c.total_s;

@@ -6,7 +6,7 @@
 
 #include "core/check.h"
 #include "kernels/cpu/linear.h"
-#include "layers/mxfp4_codec.h"
+#include "model/mxfp4.h"
 
 namespace ds {
 
@@ -16,14 +16,15 @@ void ExpertLinear::validate(const char* what) const {
     return;
   }
   DS_CHECK(mxfp4.scale != nullptr, "expert weight {}: MXFP4 without weight_scale", what);
-  DS_CHECK(mxfp4.rows > 0 && mxfp4.cols > 0 && mxfp4.cols % 32 == 0,
+  DS_CHECK(mxfp4.rows > 0 && mxfp4.cols > 0 && mxfp4.cols % kMxfp4BlockSize == 0,
            "expert weight {}: MXFP4 shape [{}, {}] needs in % 32 == 0", what, mxfp4.rows, mxfp4.cols);
 }
 
 void mxfp4_rows_to_f32(const Mxfp4View& w, int64_t r0, int64_t n, float* out) {
-  const int64_t half = w.cols / 2, groups = w.cols / 32;
-  for (int64_t r = 0; r < n; ++r)
-    mxfp4_decode_row(w.packed + (r0 + r) * half, w.scale + (r0 + r) * groups, w.cols, out + r * w.cols);
+  const size_t half = size_t(w.cols / 2), groups = size_t(w.cols / kMxfp4BlockSize), cols = size_t(w.cols);
+  for (int64_t r = r0; r < r0 + n; ++r)
+    mxfp4_decode_row({w.packed + size_t(r) * half, half}, {w.scale + size_t(r) * groups, groups},
+                     {out + size_t(r - r0) * cols, cols});
 }
 
 void ExpertLinear::forward(const float* x, int64_t T, float* y) const {

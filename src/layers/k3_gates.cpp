@@ -59,51 +59,63 @@ void check_shape(const WeightView& w, int64_t rows, int64_t cols, const char* wh
   DS_CHECK(w.rows == rows && w.cols == cols, "weight {}: shape [{}, {}], expected [{}, {}]", what, w.rows,
            w.cols, rows, cols);
 }
+
+// Names of a projection that is either full rank (`full` [out, in]) or low rank (b·a: `a` [r, in],
+// `b` [out, r]); `both_set` is the error when the full-rank weight and a/b are all present.
+struct RankedProjNames {
+  const char* both_set;
+  const char* full;
+  const char* a;
+  const char* b;
+};
+
+void check_full_or_low_rank(const WeightView& full, const WeightView& a, const WeightView& b, int64_t out,
+                            int64_t in, const RankedProjNames& names) {
+  if (full.data != nullptr) {
+    DS_CHECK(a.data == nullptr && b.data == nullptr, "{}", names.both_set);
+    check_shape(full, out, in, names.full);
+    return;
+  }
+  check_weight(a, names.a);
+  check_shape(a, a.rows, in, names.a);
+  check_shape(b, out, a.rows, names.b);
+}
+
+// y f32 [T, out] = full·x, or b·norm(a·x) with an RMSNorm (weight norm_w f32 [r], eps) between the
+// low-rank factors when norm_w != nullptr. x f32 [T, in].
+void project_full_or_low_rank(const WeightView& full, const WeightView& a, const WeightView& b,
+                              const float* norm_w, float eps, const float* x, int64_t T, float* y) {
+  if (full.data != nullptr) {
+    linear(x, T, full, y);
+    return;
+  }
+  std::vector<float> low(size_t(T * a.rows));
+  linear(x, T, a, low.data());
+  if (norm_w != nullptr) rmsnorm(low.data(), T, a.rows, norm_w, eps, low.data());
+  linear(low.data(), T, b, y);
+}
 }  // namespace
 
 void KdaOutputGate::validate(int64_t hidden, int64_t p) const {
-  if (full_rank()) {
-    DS_CHECK(g_a.data == nullptr && g_b.data == nullptr, "kda output gate: both g_proj and g_a/g_b set");
-    check_shape(g_proj, p, hidden, "kda g_proj");
-    return;
-  }
-  check_weight(g_a, "kda g_a_proj");
-  check_shape(g_a, g_a.rows, hidden, "kda g_a_proj");
-  check_shape(g_b, p, g_a.rows, "kda g_b_proj");
+  check_full_or_low_rank(g_proj, g_a, g_b, p, hidden,
+                         {"kda output gate: both g_proj and g_a/g_b set", "kda g_proj", "kda g_a_proj",
+                          "kda g_b_proj"});
 }
 
 void KdaOutputGate::logits(const float* x, int64_t T, float* r) const {
-  if (full_rank()) {
-    linear(x, T, g_proj, r);
-    return;
-  }
-  std::vector<float> low(size_t(T * g_a.rows));
-  linear(x, T, g_a, low.data());
-  linear(low.data(), T, g_b, r);
+  project_full_or_low_rank(g_proj, g_a, g_b, /*norm_w=*/nullptr, 0.0f, x, T, r);
 }
 
 void MlaQueryProj::validate(int64_t hidden, int64_t q_out) const {
-  if (!lora()) {
-    DS_CHECK(q_a.data == nullptr && q_b.data == nullptr, "mla: both q_proj and q_a/q_b set");
-    check_shape(q_proj, q_out, hidden, "mla q_proj");
-    return;
-  }
-  check_weight(q_a, "mla q_a_proj");
-  check_shape(q_a, q_a.rows, hidden, "mla q_a_proj");
-  check_shape(q_b, q_out, q_a.rows, "mla q_b_proj");
+  check_full_or_low_rank(q_proj, q_a, q_b, q_out, hidden,
+                         {"mla: both q_proj and q_a/q_b set", "mla q_proj", "mla q_a_proj", "mla q_b_proj"});
+  if (!lora()) return;
   DS_CHECK(q_a_norm.size() == size_t(q_a.rows), "mla q_a_layernorm.weight: {} values, expected {}",
            q_a_norm.size(), q_a.rows);
 }
 
 void MlaQueryProj::forward(const float* x, int64_t T, float* q) const {
-  if (!lora()) {
-    linear(x, T, q_proj, q);
-    return;
-  }
-  std::vector<float> low(size_t(T * q_a.rows));
-  linear(x, T, q_a, low.data());
-  rmsnorm(low.data(), T, q_a.rows, q_a_norm.data(), eps, low.data());
-  linear(low.data(), T, q_b, q);
+  project_full_or_low_rank(q_proj, q_a, q_b, lora() ? q_a_norm.data() : nullptr, eps, x, T, q);
 }
 
 void mla_output_gate(const WeightView& g_proj, const float* x, int64_t T, float* attn) {

@@ -1,7 +1,6 @@
 #include "layers/latent_moe.h"
 
 #include <algorithm>
-#include <numeric>
 
 #include "core/check.h"
 #include "kernels/cpu/activation.h"
@@ -72,30 +71,7 @@ LatentMoeLayer::LatentMoeLayer(const MoeConfig& cfg, GluActivation act, float rm
 }
 
 LatentMoeRouting LatentMoeLayer::route(const float* router_logits, int64_t T) const {
-  const int E = cfg_.n_expert, k = cfg_.n_expert_per_token;
-  LatentMoeRouting r;
-  r.k = k;
-  r.expert.resize(size_t(T * k));
-  r.weight.resize(size_t(T * k));
-  std::vector<float> score(static_cast<size_t>(E)), sel(static_cast<size_t>(E));
-  std::vector<int32_t> order(static_cast<size_t>(E));
-  for (int64_t t = 0; t < T; ++t) {
-    for (int e = 0; e < E; ++e) {
-      score[e] = sigmoidf(router_logits[t * E + e]);
-      sel[e] = score[e] + (p_.correction_bias.empty() ? 0.0f : p_.correction_bias[e]);
-    }
-    std::iota(order.begin(), order.end(), 0);
-    std::partial_sort(order.begin(), order.begin() + k, order.end(),
-                      [&](int32_t a, int32_t b) { return sel[a] > sel[b] || (sel[a] == sel[b] && a < b); });
-    float sum = 0.0f;
-    for (int j = 0; j < k; ++j) sum += score[order[j]];
-    const float norm = cfg_.renormalize && k > 1 ? 1.0f / (sum + 1e-20f) : 1.0f;
-    for (int j = 0; j < k; ++j) {
-      r.expert[size_t(t * k + j)] = order[j];
-      r.weight[size_t(t * k + j)] = score[order[j]] * norm * cfg_.routed_scaling;
-    }
-  }
-  return r;
+  return route_sigmoid_topk(cfg_, p_.correction_bias, router_logits, T);
 }
 
 // u f32 [T, W] = Σ_j w_tj · E_{idx_tj}(z_t), each expert run once over its gathered tokens.

@@ -11,6 +11,7 @@
 
 #include "kernels/cpu/weight_view.h"
 #include "layers/expert_linear.h"
+#include "layers/moe_router.h"
 #include "layers/situ.h"
 #include "model/model_config.h"
 
@@ -44,11 +45,7 @@ struct LatentMoeParams {
   std::vector<GluExpert> shared;       // 0 or 1 fused shared expert at width D
 };
 
-struct LatentMoeRouting {
-  int k = 0;
-  std::vector<int32_t> expert;  // I32 [T, k], by descending selection score (ties: lower id)
-  std::vector<float> weight;    // f32 [T, k], final mixture weights
-};
+using LatentMoeRouting = MoeRouting;  // same sigmoid top-k router (layers/moe_router.h)
 
 class LatentMoeLayer {
  public:

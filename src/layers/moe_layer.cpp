@@ -25,32 +25,7 @@ MoeLayer::MoeLayer(const MoeConfig& cfg, MoeParams params) : cfg_(cfg), p_(std::
 }
 
 MoeRouting MoeLayer::route(const float* router_logits, int64_t T) const {
-  const int E = cfg_.n_expert, k = cfg_.n_expert_per_token;
-  MoeRouting r;
-  r.k = k;
-  r.expert.resize(size_t(T * k));
-  r.weight.resize(size_t(T * k));
-  std::vector<float> score(static_cast<size_t>(E)), sel(static_cast<size_t>(E));
-  std::vector<int32_t> order(static_cast<size_t>(E));
-  for (int64_t t = 0; t < T; ++t) {
-    for (int e = 0; e < E; ++e) {
-      score[size_t(e)] = sigmoidf(router_logits[t * E + e]);
-      sel[size_t(e)] = score[size_t(e)] + (p_.correction_bias.empty() ? 0.0f : p_.correction_bias[size_t(e)]);
-    }
-    std::iota(order.begin(), order.end(), 0);
-    // Top-k by selection score, ties to the lower expert id.
-    std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int32_t a, int32_t b) {
-      return sel[size_t(a)] > sel[size_t(b)] || (sel[size_t(a)] == sel[size_t(b)] && a < b);
-    });
-    float sum = 0.0f;
-    for (int j = 0; j < k; ++j) sum += score[size_t(order[size_t(j)])];
-    const float norm = cfg_.renormalize && k > 1 ? 1.0f / (sum + 1e-20f) : 1.0f;
-    for (int j = 0; j < k; ++j) {
-      r.expert[size_t(t * k + j)] = order[size_t(j)];
-      r.weight[size_t(t * k + j)] = score[size_t(order[size_t(j)])] * norm * cfg_.routed_scaling;
-    }
-  }
-  return r;
+  return route_sigmoid_topk(cfg_, p_.correction_bias, router_logits, T);
 }
 
 void MoeLayer::forward(const float* x, int64_t T, float* y) const {

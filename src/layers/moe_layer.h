@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "layers/glu_mlp.h"
+#include "layers/moe_router.h"
 #include "model/model_config.h"
 
 namespace ds {
@@ -18,12 +19,6 @@ struct MoeParams {
   GluMlp shared;                        // shared_experts (gate.rows == 0: none)
 };
 
-// Routing result for T tokens: expert ids and mixture weights, k per token.
-struct MoeRouting {
-  int k = 0;
-  std::vector<int32_t> expert;  // I32 [T, k], descending selection score
-  std::vector<float> weight;    // f32 [T, k], final weights (renormalised, scaled)
-};
 
 class MoeLayer {
  public:

@@ -37,6 +37,19 @@ struct Fd {
   }
 };
 
+// Opens `path` read-only into `f`; returns its size. Throws naming the file when it cannot be
+// opened or stat'ed, is not a regular file, or is too short for the 8-byte header length.
+size_t open_safetensors_file(const std::string& path, Fd& f) {
+  f.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (f.fd < 0) fail("cannot open {}: {}", path, std::strerror(errno));
+  struct stat st {};
+  if (::fstat(f.fd, &st) != 0) fail("cannot stat {}: {}", path, std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) fail("{} is not a regular file", path);
+  const size_t size = size_t(st.st_size);
+  if (size < 8) fail("{}: file is {} bytes, too short for the 8-byte header length", path, size);
+  return size;
+}
+
 // Reads `n` bytes at `offset`; throws naming the file on short reads.
 void pread_all(int fd, uint8_t* dst, size_t n, uint64_t offset, const std::string& path) {
   while (n > 0) {
@@ -65,13 +78,8 @@ std::string TensorRef::shape_str() const {
 }
 
 std::unique_ptr<SafetensorsFile> SafetensorsFile::open_header(const std::string& path) {
-  Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
-  if (f.fd < 0) fail("cannot open {}: {}", path, std::strerror(errno));
-  struct stat st {};
-  if (::fstat(f.fd, &st) != 0) fail("cannot stat {}: {}", path, std::strerror(errno));
-  if (!S_ISREG(st.st_mode)) fail("{} is not a regular file", path);
-  const size_t size = size_t(st.st_size);
-  if (size < 8) fail("{}: file is {} bytes, too short for the 8-byte header length", path, size);
+  Fd f;
+  const size_t size = open_safetensors_file(path, f);
   uint8_t len_bytes[8];
   pread_all(f.fd, len_bytes, 8, 0, path);
   const uint64_t n = SafetensorsHeader::read_length(len_bytes);
@@ -89,13 +97,8 @@ std::unique_ptr<SafetensorsFile> SafetensorsFile::open_header(const std::string&
 }
 
 std::unique_ptr<SafetensorsFile> SafetensorsFile::open(const std::string& path) {
-  Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
-  if (f.fd < 0) fail("cannot open {}: {}", path, std::strerror(errno));
-  struct stat st {};
-  if (::fstat(f.fd, &st) != 0) fail("cannot stat {}: {}", path, std::strerror(errno));
-  if (!S_ISREG(st.st_mode)) fail("{} is not a regular file", path);
-  const size_t size = size_t(st.st_size);
-  if (size < 8) fail("{}: file is {} bytes, too short for the 8-byte header length", path, size);
+  Fd f;
+  const size_t size = open_safetensors_file(path, f);
   void* map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, f.fd, 0);
   if (map == MAP_FAILED) fail("cannot mmap {} ({} bytes): {}", path, size, std::strerror(errno));
   std::unique_ptr<SafetensorsFile> file(new SafetensorsFile());

@@ -12,17 +12,11 @@
 
 #include "cache/hybrid_cache.h"
 #include "core/check.h"
+#include "core/hash.h"
 #include "replay/prefix_oracle.h"
 
 namespace ds {
 namespace {
-
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 
 struct Lane {
   int session = -1;

@@ -6,15 +6,9 @@
 #include <cstdint>
 #include <string_view>
 
-namespace ds {
+#include "core/hash.h"  // splitmix64
 
-// splitmix64 finaliser: a bijection on uint64 with good avalanche.
-constexpr uint64_t splitmix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
+namespace ds {
 
 // 64-bit FNV-1a of a string, then mixed: the namespace of a session named `name`.
 constexpr uint64_t name_namespace(std::string_view name) {
