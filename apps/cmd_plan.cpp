@@ -17,7 +17,7 @@ struct PlanArgs {
   std::string model = "kimi-k3";
   std::string hardware = "b300";
   int gpus = 8;
-  int tp = 8;
+  int tp = 0;  // 0 = one TP group over all --gpus
   std::string kv_dtype = "fp8";
   double gpu_memory_utilization = 0.90;
   int64_t max_batched_tokens = 8192;
@@ -31,7 +31,7 @@ void run_plan(const PlanArgs& a) {
   const HardwareProfile hw = HardwareProfile::load(a.hardware);
   PlanOptions opt;
   opt.gpus = a.gpus;
-  opt.tp = a.tp;
+  opt.tp = a.tp > 0 ? a.tp : a.gpus;
   opt.kv_dtype_bytes = a.kv_dtype == "fp8" ? 1 : 2;
   opt.gpu_memory_utilization = a.gpu_memory_utilization;
   opt.max_batched_tokens = a.max_batched_tokens;
@@ -49,7 +49,7 @@ void register_plan(CLI::App& app) {
   cmd->add_option("--hardware", args->hardware, "Hardware profile name (h100, h200, b200, b300) or JSON path")
       ->capture_default_str();
   cmd->add_option("--gpus", args->gpus, "GPUs in the node")->capture_default_str();
-  cmd->add_option("--tp", args->tp, "Tensor-parallel size (gpus / tp data-parallel replicas)")->capture_default_str();
+  cmd->add_option("--tp", args->tp, "Tensor-parallel size (gpus / tp data-parallel replicas; default: --gpus)");
   cmd->add_option("--kv-dtype", args->kv_dtype, "MLA KV cache dtype: fp8 or bf16")->capture_default_str();
   cmd->add_option("--gpu-memory-utilization", args->gpu_memory_utilization,
                   "Fraction of HBM the engine may use (vLLM semantics)")
