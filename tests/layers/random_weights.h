@@ -12,6 +12,14 @@
 
 namespace ds::testing {
 
+// n values ~ N(0, scale^2) from rng.
+inline std::vector<float> randn(std::mt19937& rng, size_t n, float scale = 1.0f) {
+  std::normal_distribution<float> d(0.0f, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(rng);
+  return v;
+}
+
 class RandomWeights {
  public:
   explicit RandomWeights(uint32_t seed) : rng_(seed) {}

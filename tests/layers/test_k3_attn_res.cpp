@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include "random_weights.h"
+
 #include <cmath>
 #include <random>
 #include <vector>
@@ -8,15 +10,9 @@
 #include "layers/attn_res.h"
 
 using namespace ds;
+using ds::testing::randn;
 
 namespace {
-
-std::vector<float> randn(std::mt19937& rng, size_t n, float scale = 1.0f) {
-  std::normal_distribution<float> d(0.0f, scale);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(rng);
-  return v;
-}
 
 AttnResQueries random_queries(std::mt19937& rng, int L, int D) {
   AttnResQueries q;

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include "random_weights.h"
+
 #include <cmath>
 #include <random>
 #include <vector>
@@ -9,14 +11,9 @@
 #include "layers/k3_gates.h"
 
 using namespace ds;
+using ds::testing::randn;
 
 namespace {
-std::vector<float> randn(std::mt19937& rng, size_t n, float scale = 1.0f) {
-  std::normal_distribution<float> d(0.0f, scale);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(rng);
-  return v;
-}
 double sig(double x) {
   return 1.0 / (1.0 + std::exp(-x));
 }

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include "random_weights.h"
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -10,15 +12,10 @@
 #include "layers/latent_moe.h"
 
 using namespace ds;
+using ds::testing::randn;
 
 namespace {
 
-std::vector<float> randn(std::mt19937& rng, size_t n, float scale) {
-  std::normal_distribution<float> d(0.0f, scale);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(rng);
-  return v;
-}
 double sig(double x) {
   return 1.0 / (1.0 + std::exp(-x));
 }

@@ -33,26 +33,23 @@ inline const SafetensorsFile& golden() {
   return *f;
 }
 
-inline const TensorRef& golden_ref(const std::string& name) {
-  const TensorRef* t = golden().find(name);
-  if (!t) throw std::runtime_error("golden tensor missing: " + name);
-  return *t;
+// Typed copy of one tensor of a golden file; a missing tensor throws, a wrong dtype fails the test.
+template <typename T>
+std::vector<T> golden_tensor(const SafetensorsFile& file, const std::string& name, DType want) {
+  const TensorRef* t = file.find(name);
+  if (!t) throw std::runtime_error("golden tensor missing: " + name + " in " + file.path());
+  EXPECT_EQ(t->dtype, want) << name;
+  std::vector<T> v(size_t(t->numel()));
+  std::memcpy(v.data(), t->data, v.size() * sizeof(T));
+  return v;
 }
 
 inline std::vector<float> golden_f32(const std::string& name) {
-  const TensorRef& t = golden_ref(name);
-  EXPECT_EQ(t.dtype, DType::F32) << name;
-  std::vector<float> v(size_t(t.numel()));
-  std::memcpy(v.data(), t.data, v.size() * 4);
-  return v;
+  return golden_tensor<float>(golden(), name, DType::F32);
 }
 
 inline std::vector<int32_t> golden_i32(const std::string& name) {
-  const TensorRef& t = golden_ref(name);
-  EXPECT_EQ(t.dtype, DType::I32) << name;
-  std::vector<int32_t> v(size_t(t.numel()));
-  std::memcpy(v.data(), t.data, v.size() * 4);
-  return v;
+  return golden_tensor<int32_t>(golden(), name, DType::I32);
 }
 
 // Asserts every element is within atol + rtol*|expected|; names the worst index and values.
@@ -77,6 +74,33 @@ inline void expect_close(const std::vector<float>& actual, const std::vector<flo
                          float atol, float rtol, const std::string& what) {
   ASSERT_EQ(actual.size(), expected.size()) << what;
   expect_close(actual.data(), expected.data(), actual.size(), atol, rtol, what);
+}
+
+// The fixtures' `batch` case: rows left-padded to S with mask 1 = real token, logits [rows, S, V]
+// zeroed at padded positions. Runs the rows UNPADDED as sequences of different lengths in one
+// forward and checks every valid position at the logits tolerance; returns the sequence states.
+inline std::vector<SequenceState> check_unpadded_batch(const ModelRunner& r, const std::vector<int32_t>& ids,
+                                                       const std::vector<int32_t>& mask,
+                                                       const std::vector<float>& expected, int64_t n_rows,
+                                                       const std::string& label) {
+  const int64_t V = r.config().vocab_size, S = int64_t(ids.size()) / n_rows;
+  std::vector<std::vector<int32_t>> rows(static_cast<size_t>(n_rows));
+  std::vector<SequenceState> states;
+  for (int64_t i = 0; i < n_rows; ++i) {
+    for (int64_t t = 0; t < S; ++t)
+      if (mask[size_t(i * S + t)]) rows[size_t(i)].push_back(ids[size_t(i * S + t)]);
+    states.push_back(r.new_sequence());
+  }
+  ForwardBatch b;
+  for (int64_t i = 0; i < n_rows; ++i) b.seqs.push_back({rows[size_t(i)], &states[size_t(i)], LogitsWant::All, {}});
+  const ForwardResult out = r.forward(b);
+  for (int64_t i = 0; i < n_rows; ++i) {
+    const int64_t n = int64_t(rows[size_t(i)].size()), pad = S - n;
+    for (int64_t t = 0; t < pad * V; ++t) EXPECT_EQ(expected[size_t(i * S * V + t)], 0.0f) << label;
+    expect_close(out.logits[size_t(i)].data(), expected.data() + (i * S + pad) * V, size_t(n * V), kLogitAtol,
+                 kLogitRtol, label + ".row" + std::to_string(i));
+  }
+  return states;
 }
 
 }  // namespace ds::testing

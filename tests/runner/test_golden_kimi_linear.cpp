@@ -87,30 +87,11 @@ TEST(KimiLinearTinyGolden, StateAfterPrompt65) {
 
 // Three sequences of different lengths in ONE forward (the fixture's left-padded rows, unpadded).
 TEST(KimiLinearTinyGolden, BatchedDifferentLengths) {
-  const ModelRunner& r = tiny_runner();
-  const std::vector<int32_t> ids = golden_i32("batch.input_ids"), mask = golden_i32("batch.attention_mask");
-  const std::vector<float> expected = golden_f32("batch.logits");
-  const int64_t V = r.config().vocab_size, S = 65;
-  std::vector<std::vector<int32_t>> rows(3);
-  std::vector<SequenceState> states;
-  for (int i = 0; i < 3; ++i) {
-    for (int64_t t = 0; t < S; ++t)
-      if (mask[size_t(i * S + t)]) rows[size_t(i)].push_back(ids[size_t(i * S + t)]);
-    states.push_back(r.new_sequence());
-  }
-  ASSERT_EQ(rows[0].size(), 65u);
-  ASSERT_EQ(rows[1].size(), 63u);
-  ASSERT_EQ(rows[2].size(), 5u);
-  ForwardBatch b;
-  for (int i = 0; i < 3; ++i) b.seqs.push_back({rows[size_t(i)], &states[size_t(i)], LogitsWant::All, {}});
-  const ForwardResult out = r.forward(b);
-  for (int i = 0; i < 3; ++i) {
-    const int64_t n = int64_t(rows[size_t(i)].size()), pad = S - n;
-    for (int64_t t = 0; t < pad * V; ++t) ASSERT_EQ(expected[size_t(i * S * V + t)], 0.0f);
-    expect_close(out.logits[size_t(i)].data(), expected.data() + (i * S + pad) * V, size_t(n * V),
-                 kLogitAtol, kLogitRtol, "batch.row" + std::to_string(i));
-    EXPECT_EQ(states[size_t(i)].n_tokens, n);
-  }
+  const std::vector<SequenceState> states = check_unpadded_batch(
+      tiny_runner(), golden_i32("batch.input_ids"), golden_i32("batch.attention_mask"), golden_f32("batch.logits"),
+      3, "batch");
+  const int64_t lengths[3] = {65, 63, 5};
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(states[size_t(i)].n_tokens, lengths[i]);
 }
 
 // The KDA core on the fixture's own layer-0 inputs (fla naive_recurrent_kda in float64).

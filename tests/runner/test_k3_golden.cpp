@@ -29,20 +29,11 @@ const SafetensorsFile& k3_golden() {
   return *f;
 }
 
-template <typename T>
-std::vector<T> k3_tensor(const std::string& name, DType want) {
-  const TensorRef* t = k3_golden().find(name);
-  if (!t) throw std::runtime_error("k3 golden tensor missing: " + name);
-  EXPECT_EQ(t->dtype, want) << name;
-  std::vector<T> v(size_t(t->numel()));
-  std::memcpy(v.data(), t->data, v.size() * sizeof(T));
-  return v;
-}
 std::vector<float> k3_f32(const std::string& name) {
-  return k3_tensor<float>(name, DType::F32);
+  return golden_tensor<float>(k3_golden(), name, DType::F32);
 }
 std::vector<int32_t> k3_i32(const std::string& name) {
-  return k3_tensor<int32_t>(name, DType::I32);
+  return golden_tensor<int32_t>(k3_golden(), name, DType::I32);
 }
 
 std::vector<float> prefill_all(const ModelRunner& r, const std::vector<int32_t>& ids,
@@ -183,29 +174,10 @@ TEST(K3TinyGolden, DISABLED_MlaLatentLayer4AtStateTolerance) {
 
 // The fixture's three left-padded rows, unpadded, as sequences of different lengths in ONE forward.
 TEST(K3TinyGolden, BatchedDifferentLengths) {
-  const ModelRunner& r = k3_runner();
-  const std::vector<int32_t> ids = k3_i32("batch.input_ids"), mask = k3_i32("batch.attention_mask");
-  const std::vector<float> expected = k3_f32("batch.logits");
-  const int64_t V = r.config().vocab_size, S = 65;
-  std::vector<std::vector<int32_t>> rows(3);
-  std::vector<SequenceState> states;
-  for (int i = 0; i < 3; ++i) {
-    for (int64_t t = 0; t < S; ++t)
-      if (mask[size_t(i * S + t)]) rows[size_t(i)].push_back(ids[size_t(i * S + t)]);
-    states.push_back(r.new_sequence());
-  }
-  ASSERT_EQ(rows[0].size(), 65u);
-  ASSERT_EQ(rows[1].size(), 63u);
-  ASSERT_EQ(rows[2].size(), 5u);
-  ForwardBatch b;
-  for (int i = 0; i < 3; ++i) b.seqs.push_back({rows[size_t(i)], &states[size_t(i)], LogitsWant::All, {}});
-  const ForwardResult out = r.forward(b);
-  for (int i = 0; i < 3; ++i) {
-    const int64_t n = int64_t(rows[size_t(i)].size()), pad = S - n;
-    for (int64_t t = 0; t < pad * V; ++t) ASSERT_EQ(expected[size_t(i * S * V + t)], 0.0f);
-    expect_close(out.logits[size_t(i)].data(), expected.data() + (i * S + pad) * V, size_t(n * V), kLogitAtol,
-                 kLogitRtol, "k3.batch.row" + std::to_string(i));
-  }
+  const std::vector<SequenceState> states = check_unpadded_batch(
+      k3_runner(), k3_i32("batch.input_ids"), k3_i32("batch.attention_mask"), k3_f32("batch.logits"), 3, "k3.batch");
+  const int64_t lengths[3] = {65, 63, 5};
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(states[size_t(i)].n_tokens, lengths[i]);
 }
 
 }  // namespace
