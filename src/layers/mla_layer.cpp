@@ -6,6 +6,7 @@
 #include "core/check.h"
 #include "kernels/cpu/linear.h"
 #include "kernels/cpu/norm.h"
+#include "kernels/cpu/attention.h"
 #include "kernels/cpu/softmax.h"
 #include "layers/k3_gates.h"
 
@@ -91,42 +92,25 @@ void MlaLayer::forward(const LayerBatch& batch, std::span<MlaCache* const> cache
   linear(o.data(), T, p_.o_proj, y);
 }
 
-// Prefill form: k_t,h = [W_UK,h c_t ; k_pe_t], v_t,h = W_UV,h c_t for every cached t. Per head,
-// blocks of query rows: scores = q K^T (GEMM), causal mask, softmax, o = P V (GEMM).
+// Prefill form: k_t,h = [W_UK,h c_t ; k_pe_t], v_t,h = W_UV,h c_t for every cached t, then causal
+// softmax attention of the n newest positions over all Tc (kernels/cpu/attention.h).
 void MlaLayer::attend_expanded(const MlaCache& c, int64_t n, const float* q, float* o) const {
-  constexpr int64_t kRowBlock = 256;  // query rows per score block: f32 [kRowBlock, Tc]
   const int64_t H = cfg_.n_head, dq = cfg_.qk_head_dim(), dn = cfg_.qk_nope_head_dim;
   const int64_t dv = cfg_.v_head_dim, R = cfg_.kv_lora_rank;
-  const int64_t L = cfg_.latent_dim(), Tc = c.n_tokens, past = Tc - n, KV = dn + dv;
+  const int64_t L = cfg_.latent_dim(), Tc = c.n_tokens, KV = dn + dv;
   std::vector<float> kvb(size_t(Tc * H * KV));  // f32 [Tc, H, nope + v]
   linear_strided(c.latent.data(), L, Tc, p_.kv_b, kvb.data(), H * KV, false);
-  const float scale = 1.0f / std::sqrt(float(dq));
-  const int64_t nb = std::min(n, kRowBlock);
-  std::vector<float> kh(size_t(Tc * dq)), vt(size_t(dv * Tc));     // f32 [Tc, dq], [dv, Tc]
-  std::vector<float> qh(size_t(nb * dq)), s(size_t(nb * Tc)), oh(size_t(nb * dv));
-  for (int64_t h = 0; h < H; ++h) {
-    for (int64_t t = 0; t < Tc; ++t) {
-      const float* kv_t = kvb.data() + (t * H + h) * KV;
-      std::copy_n(kv_t, dn, kh.data() + t * dq);
-      std::copy_n(c.row(t) + R, dq - dn, kh.data() + t * dq + dn);
-      for (int64_t j = 0; j < dv; ++j) vt[size_t(j * Tc + t)] = kv_t[dn + j];
+  std::vector<float> k(size_t(Tc * H * dq)), v(size_t(Tc * H * dv));  // f32 [Tc, H, dq], [Tc, H, dv]
+  for (int64_t t = 0; t < Tc; ++t)
+    for (int64_t h = 0; h < H; ++h) {
+      const float* kv_th = kvb.data() + (t * H + h) * KV;
+      float* k_th = k.data() + (t * H + h) * dq;
+      std::copy_n(kv_th, dn, k_th);
+      std::copy_n(c.row(t) + R, dq - dn, k_th + dn);  // shared k_pe (NoPE: not rotated)
+      std::copy_n(kv_th + dn, dv, v.data() + (t * H + h) * dv);
     }
-    const WeightView kview{kh.data(), DType::F32, Tc, dq}, vview{vt.data(), DType::F32, dv, Tc};
-    for (int64_t i0 = 0; i0 < n; i0 += kRowBlock) {
-      const int64_t m = std::min(kRowBlock, n - i0);
-      for (int64_t i = 0; i < m; ++i) std::copy_n(q + ((i0 + i) * H + h) * dq, dq, qh.data() + i * dq);
-      linear(qh.data(), m, kview, s.data());  // f32 [m, Tc]
-      for (int64_t i = 0; i < m; ++i) {
-        float* row = s.data() + i * Tc;
-        const int64_t nt = past + i0 + i + 1;  // causal: keys t < nt
-        for (int64_t t = 0; t < nt; ++t) row[t] *= scale;
-        softmax_rows(row, 1, nt, row);
-        std::fill(row + nt, row + Tc, 0.0f);
-      }
-      linear(s.data(), m, vview, oh.data());  // f32 [m, dv]
-      for (int64_t i = 0; i < m; ++i) std::copy_n(oh.data() + i * dv, dv, o + ((i0 + i) * H + h) * dv);
-    }
-  }
+  const AttnDims d{n, Tc, H, dq, dv};
+  attention_causal(d, q, H * dq, k.data(), H * dq, v.data(), H * dv, 1.0f / std::sqrt(float(dq)), o, H * dv);
 }
 
 // Decode form over the cached latents: q^_h = W_UK,h^T q_nope, score = q^.c_t + q_pe.k_pe_t,
