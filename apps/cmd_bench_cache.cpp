@@ -5,8 +5,8 @@
 #include <time.h>
 
 #include <algorithm>
-#include <memory>
 #include <cstdio>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -42,12 +42,15 @@ double cpu_now_s() {
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
   return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
 }
-double seconds_since(double t0) { return cpu_now_s() - t0; }
+double seconds_since(double t0) {
+  return cpu_now_s() - t0;
+}
 
 // Session s: unique token ids, n_pages full pages plus one token (so every page gets cached).
 void session_tokens(int64_t s, int64_t n_pages, int64_t page_tokens, std::vector<int32_t>& out) {
   out.resize(static_cast<size_t>(n_pages * page_tokens + 1));
-  for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<int32_t>((s * 7919 + static_cast<int64_t>(i)) & 0x3fffffff);
+  for (size_t i = 0; i < out.size(); ++i)
+    out[i] = static_cast<int32_t>((s * 7919 + static_cast<int64_t>(i)) & 0x3fffffff);
   out[0] = static_cast<int32_t>(s);  // first page differs per session: no sharing
 }
 
@@ -66,15 +69,16 @@ BenchCacheRow bench_policy(const BenchCacheOptions& o, const std::string& policy
   const int64_t interval_pages = std::max<int64_t>(1, o.pages_per_session / ckpts_per_session);
   CacheConfig cfg;
   cfg.page_tokens = o.page_tokens;
-  cfg.sizes.kv_bytes_per_token = 18 * 1024;        // K3-like MLA latent KV, all MLA layers (bf16)
-  cfg.sizes.checkpoint_bytes = 64LL << 20;         // all KDA layers' f32 state + conv windows
+  cfg.sizes.kv_bytes_per_token = 18 * 1024;  // K3-like MLA latent KV, all MLA layers (bf16)
+  cfg.sizes.checkpoint_bytes = 64LL << 20;   // all KDA layers' f32 state + conv windows
   cfg.sizes.live_state_bytes = 64LL << 20;
   cfg.sizes.flops_per_token = 2e9;
   cfg.sizes.attn_flops_per_token_ctx = 4e4;
   const int64_t ckpts = n_sessions * (o.pages_per_session / interval_pages);
   // Exactly the filled size + one live state: the evict phase must evict for every page it adds.
-  cfg.tiers.push_back({"hbm", n_sessions * o.pages_per_session * cfg.page_bytes() + ckpts * cfg.sizes.checkpoint_bytes +
-                                  cfg.sizes.live_state_bytes,
+  cfg.tiers.push_back({"hbm",
+                       n_sessions * o.pages_per_session * cfg.page_bytes() +
+                           ckpts * cfg.sizes.checkpoint_bytes + cfg.sizes.live_state_bytes,
                        1e12, 1e12});
   cfg.retention = "interval:" + std::to_string(interval_pages * o.page_tokens);
   cfg.eviction = policy;
@@ -95,10 +99,12 @@ BenchCacheRow bench_policy(const BenchCacheOptions& o, const std::string& policy
 
   std::mt19937_64 rng(1);
   std::vector<std::vector<int32_t>> prompts(16);
-  for (auto& p : prompts) session_tokens(static_cast<int64_t>(rng() % n_sessions), o.pages_per_session, o.page_tokens, p);
+  for (auto& p : prompts)
+    session_tokens(static_cast<int64_t>(rng() % n_sessions), o.pages_per_session, o.page_tokens, p);
   int64_t pages_walked = 0;
   t0 = cpu_now_s();
-  for (int64_t i = 0; i < o.n_matches; ++i) pages_walked += cache.match(prompts[i % prompts.size()]).n_kv_tokens;
+  for (int64_t i = 0; i < o.n_matches; ++i)
+    pages_walked += cache.match(prompts[i % prompts.size()]).n_kv_tokens;
   const double match_s = seconds_since(t0);
   row.match_per_s = static_cast<double>(o.n_matches) / match_s;
   row.match_pages_per_s = static_cast<double>(pages_walked / o.page_tokens) / match_s;
@@ -118,18 +124,21 @@ BenchCacheRow bench_policy(const BenchCacheOptions& o, const std::string& policy
 
 void run_bench_cache(const BenchCacheOptions& o) {
   DS_CHECK(o.page_tokens > 0 && o.pages_per_session > 0 && o.n_pages >= o.pages_per_session,
-           "bench cache: need --pages >= --pages-per-session > 0 and --page-tokens > 0 (got {}, {}, {})", o.n_pages,
-           o.pages_per_session, o.page_tokens);
-  std::printf("prefix cache bookkeeping (rates per CPU second): %lld pages of %lld tokens, ~%lld checkpoints, sessions of %lld pages\n",
-              static_cast<long long>(o.n_pages), static_cast<long long>(o.page_tokens),
-              static_cast<long long>(o.n_checkpoints), static_cast<long long>(o.pages_per_session));
+           "bench cache: need --pages >= --pages-per-session > 0 and --page-tokens > 0 (got {}, {}, {})",
+           o.n_pages, o.pages_per_session, o.page_tokens);
+  std::printf(
+      "prefix cache bookkeeping (rates per CPU second): %lld pages of %lld tokens, ~%lld checkpoints, "
+      "sessions of %lld pages\n",
+      static_cast<long long>(o.n_pages), static_cast<long long>(o.page_tokens),
+      static_cast<long long>(o.n_checkpoints), static_cast<long long>(o.pages_per_session));
   std::printf("%-20s %12s %10s %12s %12s %9s %9s %10s\n", "eviction", "insert pg/s", "match/s", "match pg/s",
               "evict pg/s", "pages", "ckpts", "B/page");
   for (const auto& p : o.policies) {
     const BenchCacheRow r = bench_policy(o, p);
-    std::printf("%-20s %12.3g %10.3g %12.3g %12.3g %9lld %9lld %10.1f\n", r.policy.c_str(), r.insert_pages_per_s,
-                r.match_per_s, r.match_pages_per_s, r.evict_pages_per_s, static_cast<long long>(r.cached_pages),
-                static_cast<long long>(r.checkpoints), r.bytes_per_page);
+    std::printf("%-20s %12.3g %10.3g %12.3g %12.3g %9lld %9lld %10.1f\n", r.policy.c_str(),
+                r.insert_pages_per_s, r.match_per_s, r.match_pages_per_s, r.evict_pages_per_s,
+                static_cast<long long>(r.cached_pages), static_cast<long long>(r.checkpoints),
+                r.bytes_per_page);
     std::fflush(stdout);
   }
 }
@@ -138,12 +147,16 @@ void run_bench_cache(const BenchCacheOptions& o) {
 
 void register_bench_cache(CLI::App& bench) {
   auto opts = std::make_shared<BenchCacheOptions>();
-  auto* cmd = bench.add_subcommand("cache", "Prefix cache benchmark: match/insert/evict operations per second");
+  auto* cmd =
+      bench.add_subcommand("cache", "Prefix cache benchmark: match/insert/evict operations per second");
   cmd->add_option("--pages", opts->n_pages, "cached pages to fill")->capture_default_str();
-  cmd->add_option("--checkpoints", opts->n_checkpoints, "checkpoints to keep (interval retention)")->capture_default_str();
-  cmd->add_option("--pages-per-session", opts->pages_per_session, "pages per cached prompt")->capture_default_str();
+  cmd->add_option("--checkpoints", opts->n_checkpoints, "checkpoints to keep (interval retention)")
+      ->capture_default_str();
+  cmd->add_option("--pages-per-session", opts->pages_per_session, "pages per cached prompt")
+      ->capture_default_str();
   cmd->add_option("--page-tokens", opts->page_tokens, "tokens per KV page")->capture_default_str();
-  cmd->add_option("--matches", opts->n_matches, "lookups of whole cached prompts to time")->capture_default_str();
+  cmd->add_option("--matches", opts->n_matches, "lookups of whole cached prompts to time")
+      ->capture_default_str();
   cmd->add_option("--evict-sessions", opts->n_evict_sessions, "prompts inserted into the full cache")
       ->capture_default_str();
   cmd->add_option("--policies", opts->policies, "eviction policies")->delimiter(',')->capture_default_str();

@@ -6,13 +6,13 @@
 // `--kernels` adds the kernel microbenchmarks (bf16 GEMV GB/s, GEMM GFLOP/s, KDA tok/s).
 #include <fmt/format.h>
 #include <omp.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <unistd.h>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -38,10 +38,10 @@ struct BenchArgs {
   std::vector<int> prefill = {512, 4096};
   std::vector<int> batches = {1, 16};
   int decode_steps = 16;
-  int context = 64;          // prompt tokens of each sequence before the timed decode steps
-  double bw_gbs = 45.0;      // perf-and-deps.md §A.6: streaming read, 2 threads
+  int context = 64;            // prompt tokens of each sequence before the timed decode steps
+  double bw_gbs = 45.0;        // perf-and-deps.md §A.6: streaming read, 2 threads
   double peak_gflops = 235.0;  // perf-and-deps.md §A.6: OpenBLAS sgemm, 2 threads
-  std::string work_dir;      // where the synthetic checkpoint is written (default: temp dir)
+  std::string work_dir;        // where the synthetic checkpoint is written (default: temp dir)
 };
 
 double now_s() {
@@ -58,7 +58,7 @@ struct Rng {
     return z ^ (z >> 31);
   }
   float uniform() { return float(next() >> 40) * (1.0f / 16777216.0f); }  // [0, 1)
-  float sym(float a) { return (2.0f * uniform() - 1.0f) * a; }             // U(-a, a)
+  float sym(float a) { return (2.0f * uniform() - 1.0f) * a; }            // U(-a, a)
 };
 
 // ---- what the model costs per token, from its tensors -----------------------------------------
@@ -127,8 +127,7 @@ struct Floor {
 
 Floor prefill_floor(const ModelCost& c, const BenchArgs& a, double T) {
   const double flops = forward_flops(c, T, T * (T + 1) / 2) + 2.0 * c.lm_params;
-  const double bytes = c.dense_bytes + c.lm_bytes +
-                       c.moe_layers * experts_touched(c, T) * c.expert_bytes;
+  const double bytes = c.dense_bytes + c.lm_bytes + c.moe_layers * experts_touched(c, T) * c.expert_bytes;
   return {flops / (a.peak_gflops * 1e9), bytes / (a.bw_gbs * 1e9)};
 }
 
@@ -136,8 +135,8 @@ Floor decode_floor(const ModelCost& c, const BenchArgs& a, double B, double ctx)
   const double flops = forward_flops(c, B, B * ctx) + B * 2.0 * c.lm_params;
   const double state = B * (c.kda_layers * 2.0 * 4 * c.kda_h * double(c.kda_k) * c.kda_k +
                             c.mla_layers * 4.0 * ctx * c.mla_latent);
-  const double bytes = c.dense_bytes + c.lm_bytes +
-                       c.moe_layers * experts_touched(c, B) * c.expert_bytes + state;
+  const double bytes =
+      c.dense_bytes + c.lm_bytes + c.moe_layers * experts_touched(c, B) * c.expert_bytes + state;
   return {flops / (a.peak_gflops * 1e9), bytes / (a.bw_gbs * 1e9)};
 }
 
@@ -155,23 +154,47 @@ nlohmann::json small_config(const SmallShape& s) {
   for (int l = 1; l <= s.layers; ++l)
     if (std::find(s.mla_layers_1based.begin(), s.mla_layers_1based.end(), l) == s.mla_layers_1based.end())
       kda.push_back(l);
-  return {{"architectures", {"KimiLinearForCausalLM"}}, {"model_type", "kimi_linear"},
-          {"vocab_size", s.vocab}, {"hidden_size", s.hidden}, {"intermediate_size", s.dense_inter},
-          {"num_hidden_layers", s.layers}, {"num_attention_heads", s.mla_heads},
-          {"num_key_value_heads", s.mla_heads}, {"head_dim", s.v_dim}, {"hidden_act", "silu"},
-          {"rms_norm_eps", 1e-5}, {"tie_word_embeddings", false}, {"bos_token_id", 1},
-          {"eos_token_id", 2}, {"pad_token_id", 0}, {"model_max_length", 1048576},
-          {"q_lora_rank", nullptr}, {"kv_lora_rank", s.kv_lora}, {"qk_nope_head_dim", s.qk_nope},
-          {"qk_rope_head_dim", s.qk_rope}, {"v_head_dim", s.v_dim}, {"mla_use_nope", true},
-          {"num_experts", s.experts}, {"num_experts_per_token", s.top_k},
-          {"num_shared_experts", s.shared}, {"moe_intermediate_size", s.moe_inter},
-          {"first_k_dense_replace", 1}, {"moe_layer_freq", 1},
-          {"moe_router_activation_func", "sigmoid"}, {"moe_renormalize", true},
-          {"routed_scaling_factor", 2.446}, {"use_grouped_topk", true}, {"num_expert_group", 1},
-          {"topk_group", 1}, {"num_nextn_predict_layers", 0},
+  return {{"architectures", {"KimiLinearForCausalLM"}},
+          {"model_type", "kimi_linear"},
+          {"vocab_size", s.vocab},
+          {"hidden_size", s.hidden},
+          {"intermediate_size", s.dense_inter},
+          {"num_hidden_layers", s.layers},
+          {"num_attention_heads", s.mla_heads},
+          {"num_key_value_heads", s.mla_heads},
+          {"head_dim", s.v_dim},
+          {"hidden_act", "silu"},
+          {"rms_norm_eps", 1e-5},
+          {"tie_word_embeddings", false},
+          {"bos_token_id", 1},
+          {"eos_token_id", 2},
+          {"pad_token_id", 0},
+          {"model_max_length", 1048576},
+          {"q_lora_rank", nullptr},
+          {"kv_lora_rank", s.kv_lora},
+          {"qk_nope_head_dim", s.qk_nope},
+          {"qk_rope_head_dim", s.qk_rope},
+          {"v_head_dim", s.v_dim},
+          {"mla_use_nope", true},
+          {"num_experts", s.experts},
+          {"num_experts_per_token", s.top_k},
+          {"num_shared_experts", s.shared},
+          {"moe_intermediate_size", s.moe_inter},
+          {"first_k_dense_replace", 1},
+          {"moe_layer_freq", 1},
+          {"moe_router_activation_func", "sigmoid"},
+          {"moe_renormalize", true},
+          {"routed_scaling_factor", 2.446},
+          {"use_grouped_topk", true},
+          {"num_expert_group", 1},
+          {"topk_group", 1},
+          {"num_nextn_predict_layers", 0},
           {"linear_attn_config",
-           {{"kda_layers", kda}, {"full_attn_layers", s.mla_layers_1based}, {"num_heads", s.kda_heads},
-            {"head_dim", s.kda_dim}, {"short_conv_kernel_size", s.conv}}},
+           {{"kda_layers", kda},
+            {"full_attn_layers", s.mla_layers_1based},
+            {"num_heads", s.kda_heads},
+            {"head_dim", s.kda_dim},
+            {"short_conv_kernel_size", s.conv}}},
           {"dtype", "bfloat16"}};
 }
 
@@ -186,7 +209,9 @@ struct TensorSpec {
 std::vector<TensorSpec> small_tensors(const SmallShape& s) {
   std::vector<TensorSpec> v;
   const int64_t D = s.hidden, P = int64_t(s.kda_heads) * s.kda_dim;
-  auto lin = [&](const std::string& n, int64_t out, int64_t in) { v.push_back({n, {out, in}, Init::Linear}); };
+  auto lin = [&](const std::string& n, int64_t out, int64_t in) {
+    v.push_back({n, {out, in}, Init::Linear});
+  };
   v.push_back({"model.embed_tokens.weight", {s.vocab, D}, Init::Embed});
   lin("lm_head.weight", s.vocab, D);
   v.push_back({"model.norm.weight", {D}, Init::Norm});
@@ -194,8 +219,8 @@ std::vector<TensorSpec> small_tensors(const SmallShape& s) {
     const std::string p = fmt::format("model.layers.{}.", l);
     v.push_back({p + "input_layernorm.weight", {D}, Init::Norm});
     v.push_back({p + "post_attention_layernorm.weight", {D}, Init::Norm});
-    const bool mla = std::find(s.mla_layers_1based.begin(), s.mla_layers_1based.end(), l + 1) !=
-                     s.mla_layers_1based.end();
+    const bool mla =
+        std::find(s.mla_layers_1based.begin(), s.mla_layers_1based.end(), l + 1) != s.mla_layers_1based.end();
     const std::string a = p + "self_attn.";
     if (mla) {
       lin(a + "q_proj.weight", int64_t(s.mla_heads) * (s.qk_nope + s.qk_rope), D);
@@ -245,16 +270,22 @@ std::vector<TensorSpec> small_tensors(const SmallShape& s) {
 float init_value(Init kind, int64_t fan_in, Rng& rng) {
   const float r3 = 1.7320508f;
   switch (kind) {
-    case Init::Linear: return rng.sym(r3 / std::sqrt(float(fan_in)));
-    case Init::Norm: return 1.0f + rng.sym(0.1f * r3);
-    case Init::Conv: return rng.sym(0.5f * r3);
-    case Init::Embed: return rng.sym(r3);
-    case Init::ALog: return std::log(1.0f + 15.0f * rng.uniform());
+    case Init::Linear:
+      return rng.sym(r3 / std::sqrt(float(fan_in)));
+    case Init::Norm:
+      return 1.0f + rng.sym(0.1f * r3);
+    case Init::Conv:
+      return rng.sym(0.5f * r3);
+    case Init::Embed:
+      return rng.sym(r3);
+    case Init::ALog:
+      return std::log(1.0f + 15.0f * rng.uniform());
     case Init::DtBias: {
       const float dt = std::exp(std::log(1e-3f) + rng.uniform() * (std::log(1e-1f) - std::log(1e-3f)));
       return std::log(std::expm1(dt));  // softplus^-1
     }
-    case Init::Bias: return rng.sym(0.1f * r3);
+    case Init::Bias:
+      return rng.sym(0.1f * r3);
   }
   return 0.0f;
 }
@@ -306,10 +337,11 @@ void bench_model(const std::string& label, const std::string& dir, const BenchAr
   const auto runner = ModelRunner::load(dir);
   const ModelConfig& cfg = runner->config();
   const ModelCost cost = model_cost(dir, cfg);
-  fmt::print("{}: {} (loaded in {:.1f} s): hidden {}, {} layers ({} KDA, {} MLA), {} experts top-{}, "
-             "vocab {}, weights {:.1f} MB (excl. embedding)\n",
-             label, dir, now_s() - t_load, cfg.hidden, cfg.n_layer, cost.kda_layers, cost.mla_layers,
-             cost.n_expert, cost.top_k, cfg.vocab_size, cost.total_bytes / 1e6);
+  fmt::print(
+      "{}: {} (loaded in {:.1f} s): hidden {}, {} layers ({} KDA, {} MLA), {} experts top-{}, "
+      "vocab {}, weights {:.1f} MB (excl. embedding)\n",
+      label, dir, now_s() - t_load, cfg.hidden, cfg.n_layer, cost.kda_layers, cost.mla_layers, cost.n_expert,
+      cost.top_k, cfg.vocab_size, cost.total_bytes / 1e6);
   for (int T : a.prefill) {
     const auto toks = random_tokens(T, cfg.vocab_size, uint64_t(T));
     const int reps = T <= 1024 ? 3 : 1;
@@ -330,20 +362,21 @@ void bench_model(const std::string& label, const std::string& dir, const BenchAr
     ForwardBatch pre;
     std::vector<std::vector<int32_t>> prompts;
     for (int i = 0; i < B; ++i) prompts.push_back(random_tokens(a.context, cfg.vocab_size, 1000 + i));
-    for (int i = 0; i < B; ++i) pre.seqs.push_back({prompts[size_t(i)], &st[size_t(i)], LogitsWant::Last, {}});
+    for (int i = 0; i < B; ++i)
+      pre.seqs.push_back({prompts[size_t(i)], &st[size_t(i)], LogitsWant::Last, {}});
     runner->forward(pre);
     std::vector<int32_t> next(size_t(B), 1);
     const double t0 = now_s();
     for (int step = 0; step < a.decode_steps; ++step) {
       ForwardBatch b;
       for (int i = 0; i < B; ++i)
-        b.seqs.push_back({std::span<const int32_t>(&next[size_t(i)], 1), &st[size_t(i)], LogitsWant::Last, {}});
+        b.seqs.push_back(
+            {std::span<const int32_t>(&next[size_t(i)], 1), &st[size_t(i)], LogitsWant::Last, {}});
       runner->forward(b);
     }
     const double dt = now_s() - t0;
     const double ctx = a.context + a.decode_steps / 2.0;
-    print_row(fmt::format("decode batch {}", B), B * a.decode_steps / dt, decode_floor(cost, a, B, ctx),
-              B);
+    print_row(fmt::format("decode batch {}", B), B * a.decode_steps / dt, decode_floor(cost, a, B, ctx), B);
   }
 }
 
@@ -371,10 +404,10 @@ void bench_kernels(const BenchArgs& a) {
       const double dt = (now_s() - t0) / reps;
       const double bytes = double(rows) * cols * 2, flops = 2.0 * rows * cols * T;
       const double floor_s = std::max(bytes / (a.bw_gbs * 1e9), flops / (a.peak_gflops * 1e9));
-      fmt::print("  linear bf16 [{}x{}] T={:<4} {:>8.1f} us  {:>6.1f} GB/s  {:>6.1f} GFLOP/s  floor {:>8.1f} us  "
-                 "achieved {:>5.1f}%\n",
-                 rows, cols, T, dt * 1e6, bytes / dt / 1e9, flops / dt / 1e9, floor_s * 1e6,
-                 100.0 * floor_s / dt);
+      fmt::print(
+          "  linear bf16 [{}x{}] T={:<4} {:>8.1f} us  {:>6.1f} GB/s  {:>6.1f} GFLOP/s  floor {:>8.1f} us  "
+          "achieved {:>5.1f}%\n",
+          rows, cols, T, dt * 1e6, bytes / dt / 1e9, flops / dt / 1e9, floor_s * 1e6, 100.0 * floor_s / dt);
     }
   }
   const int64_t H = 8, K = 128;
@@ -410,14 +443,16 @@ void run_bench_forward(const BenchArgs& a) {
   for (int T : a.prefill) DS_CHECK(T >= 1, "--prefill lengths must be >= 1, got {}", T);
   for (int B : a.batches) DS_CHECK(B >= 1, "--batch sizes must be >= 1, got {}", B);
   DS_CHECK(a.decode_steps >= 1 && a.context >= 1, "--decode-steps and --context must be >= 1");
-  fmt::print("bench forward: {} OpenMP threads, load average {} at start; floors: {:.0f} GB/s, {:.0f} GFLOP/s\n",
-             omp_get_max_threads(), load_average(), a.bw_gbs, a.peak_gflops);
+  fmt::print(
+      "bench forward: {} OpenMP threads, load average {} at start; floors: {:.0f} GB/s, {:.0f} GFLOP/s\n",
+      omp_get_max_threads(), load_average(), a.bw_gbs, a.peak_gflops);
   if (a.kernels) bench_kernels(a);
   if (!a.skip_tiny) bench_model("tiny", a.model, a);
   if (!a.skip_small) {
-    const std::string dir = a.work_dir.empty()
-                                ? (std::filesystem::temp_directory_path() / fmt::format("ds-bench-small-{}", getpid())).string()
-                                : a.work_dir;
+    const std::string dir =
+        a.work_dir.empty()
+            ? (std::filesystem::temp_directory_path() / fmt::format("ds-bench-small-{}", getpid())).string()
+            : a.work_dir;
     const double t0 = now_s();
     write_small_checkpoint(dir, SmallShape{});
     fmt::print("small: synthetic checkpoint written to {} in {:.1f} s\n", dir, now_s() - t0);
@@ -435,9 +470,11 @@ void run_bench_forward(const BenchArgs& a) {
 }  // namespace
 
 void register_bench_forward(CLI::App& bench) {
-  auto* cmd = bench.add_subcommand("forward", "CPU forward benchmark: prefill and decode tok/s vs the machine's floor");
+  auto* cmd = bench.add_subcommand("forward",
+                                   "CPU forward benchmark: prefill and decode tok/s vs the machine's floor");
   auto a = std::make_shared<BenchArgs>();
-  cmd->add_option("--model", a->model, "Checkpoint folder for the first model (default: the tiny golden fixture)");
+  cmd->add_option("--model", a->model,
+                  "Checkpoint folder for the first model (default: the tiny golden fixture)");
   cmd->add_flag("--skip-tiny", a->skip_tiny, "Do not run the --model checkpoint");
   cmd->add_flag("--skip-small", a->skip_small, "Do not run the synthetic small config");
   cmd->add_flag("--kernels", a->kernels, "Also run kernel microbenchmarks (GEMV/GEMM/KDA)");
@@ -447,7 +484,8 @@ void register_bench_forward(CLI::App& bench) {
   cmd->add_option("--context", a->context, "Prompt tokens per sequence before decoding");
   cmd->add_option("--bandwidth-gbs", a->bw_gbs, "Memory floor: streaming bandwidth in GB/s");
   cmd->add_option("--peak-gflops", a->peak_gflops, "Compute floor: f32 GEMM peak in GFLOP/s");
-  cmd->add_option("--work-dir", a->work_dir, "Keep the synthetic checkpoint in this folder (default: temp, removed)");
+  cmd->add_option("--work-dir", a->work_dir,
+                  "Keep the synthetic checkpoint in this folder (default: temp, removed)");
   cmd->callback([a] { run_bench_forward(*a); });
 }
 

@@ -29,13 +29,16 @@ void run_logits(const LogitsArgs& a) {
   const LogitsJobResult r = run_logits_job(*runner, ids, a.decode);
   write_logits_job(a.out, r);
   fmt::print("wrote {}: logits [{}, {}]{}\n", a.out, ids.size(), r.vocab,
-             a.decode > 0 ? fmt::format(", decode_tokens [{}], decode_logits [{}, {}]", a.decode, a.decode, r.vocab) : "");
+             a.decode > 0
+                 ? fmt::format(", decode_tokens [{}], decode_logits [{}, {}]", a.decode, a.decode, r.vocab)
+                 : "");
 }
 
 }  // namespace
 
 void register_logits(CLI::App& app) {
-  auto* cmd = app.add_subcommand("logits", "Run token ids through a checkpoint and write logits to a safetensors file");
+  auto* cmd = app.add_subcommand("logits",
+                                 "Run token ids through a checkpoint and write logits to a safetensors file");
   auto a = std::make_shared<LogitsArgs>();
   cmd->add_option("--model", a->model, "Checkpoint folder (config.json + *.safetensors)")->required();
   cmd->add_option("--tokens", a->tokens, "Prompt token ids, comma separated (e.g. 1,2,3)");

@@ -42,14 +42,16 @@ void run_plan(const PlanArgs& a) {
 }  // namespace
 
 void register_plan(CLI::App& app) {
-  auto* cmd = app.add_subcommand("plan", "Memory plan: weights, KV bytes per token, KDA state bytes, KV token budget");
+  auto* cmd = app.add_subcommand(
+      "plan", "Memory plan: weights, KV bytes per token, KDA state bytes, KV token budget");
   auto args = std::make_shared<PlanArgs>();
   cmd->add_option("--model", args->model, "Model profile name (kimi-k3, kimi-linear-48b) or config.json path")
       ->capture_default_str();
   cmd->add_option("--hardware", args->hardware, "Hardware profile name (h100, h200, b200, b300) or JSON path")
       ->capture_default_str();
   cmd->add_option("--gpus", args->gpus, "GPUs in the node")->capture_default_str();
-  cmd->add_option("--tp", args->tp, "Tensor-parallel size (gpus / tp data-parallel replicas; default: --gpus)");
+  cmd->add_option("--tp", args->tp,
+                  "Tensor-parallel size (gpus / tp data-parallel replicas; default: --gpus)");
   cmd->add_option("--kv-dtype", args->kv_dtype, "MLA KV cache dtype: fp8 or bf16")->capture_default_str();
   cmd->add_option("--gpu-memory-utilization", args->gpu_memory_utilization,
                   "Fraction of HBM the engine may use (vLLM semantics)")

@@ -77,10 +77,11 @@ void run(ReplayFlags& f) {
   if (!trace.closed_loop) f.setup.concurrency = {1};  // open loop: arrivals set the load
   PreparedSweep sweep = prepare_sweep(f.setup);
   if (!f.json)
-    fmt::print("trace {} ({} sessions, {} skipped) | model {} on {} x {} | device KV budget {} tokens "
-               "| {} virtual s per run\n",
-               trace.source, trace.sessions.size(), trace.n_skipped_bad, sweep.model.name, f.setup.gpus,
-               sweep.hardware.name, sweep.configs.front().kv_budget_tokens, f.setup.duration_s);
+    fmt::print(
+        "trace {} ({} sessions, {} skipped) | model {} on {} x {} | device KV budget {} tokens "
+        "| {} virtual s per run\n",
+        trace.source, trace.sessions.size(), trace.n_skipped_bad, sweep.model.name, f.setup.gpus,
+        sweep.hardware.name, sweep.configs.front().kv_budget_tokens, f.setup.duration_s);
   std::vector<RunMetrics> runs;
   {
     ProgressBar bar(static_cast<int64_t>(sweep.configs.size()), "replay");
@@ -107,13 +108,18 @@ void run(ReplayFlags& f) {
 void register_replay(CLI::App& app) {
   auto flags = std::make_shared<ReplayFlags>();
   auto* cmd = app.add_subcommand(
-      "replay", "Replay agentic/production traces through the scheduler and prefix cache (simulated executor)");
+      "replay",
+      "Replay agentic/production traces through the scheduler and prefix cache (simulated executor)");
   cmd->add_option("--trace", flags->trace,
-                  "trace: directory, .tar[.gz], .json/.jsonl file, 'synthetic[:k=v,...]' (default: bundled Claude Code sample)");
-  cmd->add_option("--model", flags->setup.model, "model profile name or config.json path")->capture_default_str();
-  cmd->add_option("--hardware", flags->setup.hardware, "hardware profile name or JSON path")->capture_default_str();
+                  "trace: directory, .tar[.gz], .json/.jsonl file, 'synthetic[:k=v,...]' (default: bundled "
+                  "Claude Code sample)");
+  cmd->add_option("--model", flags->setup.model, "model profile name or config.json path")
+      ->capture_default_str();
+  cmd->add_option("--hardware", flags->setup.hardware, "hardware profile name or JSON path")
+      ->capture_default_str();
   cmd->add_option("--gpus", flags->setup.gpus, "GPUs of the node (one TP group)")->capture_default_str();
-  cmd->add_option("--concurrency", flags->concurrency, "closed-loop lanes, comma-separated")->capture_default_str();
+  cmd->add_option("--concurrency", flags->concurrency, "closed-loop lanes, comma-separated")
+      ->capture_default_str();
   cmd->add_option("--retention", flags->retention,
                   "checkpoint retention: every-block | interval:N | semantic | prompt-end | none");
   cmd->add_option("--eviction", flags->eviction,
@@ -121,9 +127,11 @@ void register_replay(CLI::App& app) {
   cmd->add_option("--tiers", flags->tiers, "cache tiers: hbm | hbm,dram");
   cmd->add_option("--kv-budget-tokens", flags->setup.kv_budget_tokens,
                   "device cache budget in MLA-KV tokens (overrides the planner)");
-  cmd->add_option("--seed", flags->setup.seed, "seed (session order, lane starts, fake tokens)")->capture_default_str();
+  cmd->add_option("--seed", flags->setup.seed, "seed (session order, lane starts, fake tokens)")
+      ->capture_default_str();
   cmd->add_option("--duration", flags->setup.duration_s, "virtual seconds per run")->capture_default_str();
-  cmd->add_option("--step-tokens", flags->setup.max_step_tokens, "scheduler token budget per step")->capture_default_str();
+  cmd->add_option("--step-tokens", flags->setup.max_step_tokens, "scheduler token budget per step")
+      ->capture_default_str();
   cmd->add_option("--threads", flags->threads, "sweep points run in parallel")->capture_default_str();
   cmd->add_flag("--skip-bad", flags->skip_bad, "skip (and count) malformed trace records instead of failing");
   cmd->add_option("--out", flags->out, "directory for replay.json/.csv and SVG plots (default replay-out)");

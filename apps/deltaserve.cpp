@@ -8,7 +8,8 @@
 #include "core/check.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{"deltaserve: serving engine and simulator for delta-rule hybrid models (Kimi Linear, Kimi K3)"};
+  CLI::App app{
+      "deltaserve: serving engine and simulator for delta-rule hybrid models (Kimi Linear, Kimi K3)"};
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "Print help for every subcommand");
   ds::cli::register_replay(app);
@@ -19,7 +20,7 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) return app.exit(e);  // --help
+    if (e.get_exit_code() == 0) return app.exit(e);                        // --help
     fmt::print(stderr, "deltaserve: error: {} (see --help)\n", e.what());  // bad flag: one line, exit 1
     return 1;
   } catch (const ds::Error& e) {

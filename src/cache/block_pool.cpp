@@ -28,12 +28,14 @@ int32_t BlockPool::allocate() {
 }
 
 void BlockPool::ref(int32_t page) {
-  DS_CHECK(page >= 0 && page < n_ids() && refcount_[page] > 0, "BlockPool::ref: page {} is not allocated", page);
+  DS_CHECK(page >= 0 && page < n_ids() && refcount_[page] > 0, "BlockPool::ref: page {} is not allocated",
+           page);
   ++refcount_[page];
 }
 
 bool BlockPool::unref(int32_t page) {
-  DS_CHECK(page >= 0 && page < n_ids() && refcount_[page] > 0, "BlockPool::unref: page {} is not allocated", page);
+  DS_CHECK(page >= 0 && page < n_ids() && refcount_[page] > 0, "BlockPool::unref: page {} is not allocated",
+           page);
   if (--refcount_[page] > 0) return false;
   free_.push_back(page);
   --n_used_;
@@ -56,8 +58,10 @@ void BlockPool::check_invariants() const {
   int64_t used = 0;
   for (size_t p = 0; p < refcount_.size(); ++p) {
     DS_CHECK(refcount_[p] >= 0, "BlockPool: page {} has negative refcount {}", p, refcount_[p]);
-    if (refcount_[p] > 0) ++used;
-    else DS_CHECK(on_free[p], "BlockPool: page {} has refcount 0 but is not on the free list", p);
+    if (refcount_[p] > 0)
+      ++used;
+    else
+      DS_CHECK(on_free[p], "BlockPool: page {} has refcount 0 but is not on the free list", p);
   }
   DS_CHECK(used == n_used_, "BlockPool: {} pages referenced but n_used is {}", used, n_used_);
   DS_CHECK(n_used_ <= max_pages_, "BlockPool: {} pages used > max {}", n_used_, max_pages_);

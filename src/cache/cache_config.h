@@ -11,10 +11,10 @@ namespace ds {
 
 // Per-model byte sizes (all layers together) plus a FLOP proxy used by cost-aware eviction.
 struct CacheModelSizes {
-  int64_t kv_bytes_per_token = 0;     // MLA: (kv_lora_rank + qk_rope_head_dim) × dtype × n_mla_layers
-  int64_t checkpoint_bytes = 0;       // KDA: all layers' H×K×V f32 state + conv windows, one position
-  int64_t live_state_bytes = 0;       // per running sequence (live state; + spare slots if any)
-  double flops_per_token = 0;         // prefill FLOPs per token independent of context (>= 0)
+  int64_t kv_bytes_per_token = 0;       // MLA: (kv_lora_rank + qk_rope_head_dim) × dtype × n_mla_layers
+  int64_t checkpoint_bytes = 0;         // KDA: all layers' H×K×V f32 state + conv windows, one position
+  int64_t live_state_bytes = 0;         // per running sequence (live state; + spare slots if any)
+  double flops_per_token = 0;           // prefill FLOPs per token independent of context (>= 0)
   double attn_flops_per_token_ctx = 0;  // extra prefill FLOPs per token per context token (>= 0)
 };
 
@@ -29,15 +29,15 @@ struct CacheTier {
 
 struct CacheConfig {
   CacheModelSizes sizes;
-  int64_t page_tokens = 64;               // KV page size in tokens (also the checkpoint grid)
-  std::vector<CacheTier> tiers;           // [device] or [device, host]
+  int64_t page_tokens = 64;                  // KV page size in tokens (also the checkpoint grid)
+  std::vector<CacheTier> tiers;              // [device] or [device, host]
   std::string retention = "interval:32768";  // every-block | interval:N | semantic | prompt-end | none
-  std::string eviction = "leaf-lru";      // leaf-lru | consumed-state-lru | flop-per-byte[:alpha]
-                                          // | seglen[:weight]
-  int64_t max_running = 4096;             // upper bound on concurrent sequences (live slots)
+  std::string eviction = "leaf-lru";         // leaf-lru | consumed-state-lru | flop-per-byte[:alpha]
+                                             // | seglen[:weight]
+  int64_t max_running = 4096;                // upper bound on concurrent sequences (live slots)
 
   int64_t page_bytes() const { return sizes.kv_bytes_per_token * page_tokens; }
-  void validate() const;                  // throws ds::Error naming the field and value
+  void validate() const;  // throws ds::Error naming the field and value
 };
 
 }  // namespace ds

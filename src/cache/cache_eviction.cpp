@@ -15,9 +15,15 @@ int64_t HybridCache::Impl::free_bytes(int tier) const {
 void HybridCache::Impl::charge(int tier, ByteKind kind, int64_t delta_bytes) {
   TierStats& t = stats.tiers[tier];
   switch (kind) {
-    case ByteKind::kv: t.kv_bytes += delta_bytes; break;
-    case ByteKind::checkpoint: t.checkpoint_bytes += delta_bytes; break;
-    case ByteKind::live: t.live_bytes += delta_bytes; break;
+    case ByteKind::kv:
+      t.kv_bytes += delta_bytes;
+      break;
+    case ByteKind::checkpoint:
+      t.checkpoint_bytes += delta_bytes;
+      break;
+    case ByteKind::live:
+      t.live_bytes += delta_bytes;
+      break;
   }
   t.peak_total_bytes = std::max(t.peak_total_bytes, t.total_bytes());
 }
@@ -62,7 +68,8 @@ void HybridCache::Impl::queue_ckpt(int32_t node) {
   TreeNode& n = tree.at(node);
   if (!n.has_checkpoint() || !ckpt_units(n.ckpt_tier)) return;
   ++n.ckpt_version;
-  ckpt_queue[n.ckpt_tier].push({eviction->checkpoint_score(n.ckpt_access, n.ckpt_value), node, n.ckpt_version});
+  ckpt_queue[n.ckpt_tier].push(
+      {eviction->checkpoint_score(n.ckpt_access, n.ckpt_value), node, n.ckpt_version});
   maybe_compact(n.ckpt_tier);
 }
 
@@ -177,6 +184,8 @@ void HybridCache::Impl::drop_checkpoint(int32_t node) {
   ++stats.checkpoints_dropped;
 }
 
-void HybridCache::Impl::after_child_left(int32_t parent) { queue_kv(parent); }
+void HybridCache::Impl::after_child_left(int32_t parent) {
+  queue_kv(parent);
+}
 
 }  // namespace ds

@@ -17,7 +17,8 @@ void HybridCache::Impl::check_invariants() const {
   std::vector<std::vector<int32_t>> owners(n_tiers);
   for (int t = 0; t < n_tiers; ++t) owners[t].assign(pages[t].n_ids(), 0);
   std::vector<std::vector<uint8_t>> ckpt_owner(n_tiers);
-  for (int t = 0; t < n_tiers; ++t) ckpt_owner[t].assign(static_cast<size_t>(states[t].n_checkpoints()) * 2 + 64, 0);
+  for (int t = 0; t < n_tiers; ++t)
+    ckpt_owner[t].assign(static_cast<size_t>(states[t].n_checkpoints()) * 2 + 64, 0);
   std::vector<int32_t> locks(tree.n_slots(), 0);
   std::array<int64_t, kMaxTiers> n_ckpt{};
   for (int32_t i = 1; i < tree.n_slots(); ++i) {
@@ -35,8 +36,9 @@ void HybridCache::Impl::check_invariants() const {
     ckpt_owner[t][n.ckpt_slot] = 1;
     ++n_ckpt[t];
     const int64_t pos = static_cast<int64_t>(n.depth) * cfg.page_tokens;
-    DS_CHECK(retention->allows(n.ckpt_reason, pos), "cache: checkpoint at {} tokens ({}) not allowed by retention {}",
-             pos, to_string(n.ckpt_reason), retention->name());
+    DS_CHECK(retention->allows(n.ckpt_reason, pos),
+             "cache: checkpoint at {} tokens ({}) not allowed by retention {}", pos, to_string(n.ckpt_reason),
+             retention->name());
   }
   std::unordered_set<int32_t> live;
   for (const auto& [id, s] : seqs) {
@@ -44,8 +46,8 @@ void HybridCache::Impl::check_invariants() const {
              "cache: sequence {} live slot {} not allocated or shared", id, s.live_slot);
     DS_CHECK(static_cast<int64_t>(s.pages.size()) * cfg.page_tokens >= s.reserved_tokens &&
                  s.path.size() <= s.pages.size(),
-             "cache: sequence {} has {} pages for {} reserved tokens, path {}", id, s.pages.size(), s.reserved_tokens,
-             s.path.size());
+             "cache: sequence {} has {} pages for {} reserved tokens, path {}", id, s.pages.size(),
+             s.reserved_tokens, s.path.size());
     for (int32_t p : s.pages) {
       DS_CHECK(p >= 0 && p < pages[0].n_ids(), "cache: sequence {} page {} out of range", id, p);
       ++owners[0][p];
@@ -53,7 +55,8 @@ void HybridCache::Impl::check_invariants() const {
     for (size_t i = 0; i < s.path.size(); ++i) {
       const TreeNode& n = tree.at(s.path[i]);
       DS_CHECK(n.alive() && n.kv_tier == 0 && n.depth == static_cast<int32_t>(i + 1),
-               "cache: sequence {} path[{}] = node {} is not a device node at depth {}", id, i, s.path[i], i + 1);
+               "cache: sequence {} path[{}] = node {} is not a device node at depth {}", id, i, s.path[i],
+               i + 1);
       DS_CHECK(i == 0 ? n.parent == PrefixTree::kRoot : n.parent == s.path[i - 1],
                "cache: sequence {} path breaks at page {}", id, i);
       ++locks[s.path[i]];
@@ -61,25 +64,27 @@ void HybridCache::Impl::check_invariants() const {
   }
   for (int t = 0; t < n_tiers; ++t)
     for (int32_t p = 0; p < pages[t].n_ids(); ++p)
-      DS_CHECK(owners[t][p] == pages[t].refcount(p), "cache: tier {} page {} has refcount {} but {} owners", t, p,
-               pages[t].refcount(p), owners[t][p]);
+      DS_CHECK(owners[t][p] == pages[t].refcount(p), "cache: tier {} page {} has refcount {} but {} owners",
+               t, p, pages[t].refcount(p), owners[t][p]);
   for (int32_t i = 1; i < tree.n_slots(); ++i)
     if (tree.at(i).alive())
       DS_CHECK(locks[i] == tree.at(i).lock_count, "cache: node {} lock_count {} but {} sequences hold it", i,
                tree.at(i).lock_count, locks[i]);
   for (int t = 0; t < n_tiers; ++t) {
     const TierStats& ts = stats.tiers[t];
-    DS_CHECK(n_ckpt[t] == states[t].n_checkpoints(), "cache: tier {} has {} checkpoint slots but {} on nodes", t,
-             states[t].n_checkpoints(), n_ckpt[t]);
+    DS_CHECK(n_ckpt[t] == states[t].n_checkpoints(), "cache: tier {} has {} checkpoint slots but {} on nodes",
+             t, states[t].n_checkpoints(), n_ckpt[t]);
     DS_CHECK(ts.kv_bytes == pages[t].n_used() * page_bytes, "cache: tier {} kv_bytes {} != {} pages x {}", t,
              ts.kv_bytes, pages[t].n_used(), page_bytes);
     DS_CHECK(ts.checkpoint_bytes == states[t].n_checkpoints() * ckpt_bytes,
-             "cache: tier {} checkpoint_bytes {} != {} slots x {}", t, ts.checkpoint_bytes, states[t].n_checkpoints(),
-             ckpt_bytes);
-    DS_CHECK(ts.live_bytes == states[t].n_live() * live_bytes, "cache: tier {} live_bytes {} != {} slots x {}", t,
-             ts.live_bytes, states[t].n_live(), live_bytes);
-    DS_CHECK(ts.total_bytes() <= cfg.tiers[t].capacity_bytes, "cache: tier {} ({}) holds {} bytes > capacity {}", t,
-             cfg.tiers[t].name, ts.total_bytes(), cfg.tiers[t].capacity_bytes);
+             "cache: tier {} checkpoint_bytes {} != {} slots x {}", t, ts.checkpoint_bytes,
+             states[t].n_checkpoints(), ckpt_bytes);
+    DS_CHECK(ts.live_bytes == states[t].n_live() * live_bytes,
+             "cache: tier {} live_bytes {} != {} slots x {}", t, ts.live_bytes, states[t].n_live(),
+             live_bytes);
+    DS_CHECK(ts.total_bytes() <= cfg.tiers[t].capacity_bytes,
+             "cache: tier {} ({}) holds {} bytes > capacity {}", t, cfg.tiers[t].name, ts.total_bytes(),
+             cfg.tiers[t].capacity_bytes);
   }
   DS_CHECK(static_cast<int64_t>(seqs.size()) == states[0].n_live(), "cache: {} sequences but {} live slots",
            seqs.size(), states[0].n_live());

@@ -20,30 +20,30 @@ enum class EvictReason : uint8_t {
 const char* to_string(EvictReason reason);
 
 struct TierStats {
-  int64_t kv_bytes = 0;           // resident now
+  int64_t kv_bytes = 0;  // resident now
   int64_t checkpoint_bytes = 0;
   int64_t live_bytes = 0;
   int64_t peak_total_bytes = 0;
-  int64_t hit_tokens = 0;         // admitted hit tokens whose KV came from this tier
+  int64_t hit_tokens = 0;  // admitted hit tokens whose KV came from this tier
   int64_t total_bytes() const { return kv_bytes + checkpoint_bytes + live_bytes; }
 };
 
 struct CacheStats {
   int64_t n_admissions = 0;
-  int64_t prompt_tokens = 0;       // sum of admitted prompt lengths
-  int64_t hit_tokens = 0;          // state-reachable (restorable) tokens at admission
-  int64_t kv_reachable_tokens = 0; // KV-reachable tokens at admission
-  int64_t lost_tokens = 0;         // kv_reachable - hit: lost to a missing checkpoint
-  int64_t miss_tokens = 0;         // prompt_tokens - hit_tokens
-  int64_t loaded_bytes = 0;        // host -> device bytes reported on hits
+  int64_t prompt_tokens = 0;        // sum of admitted prompt lengths
+  int64_t hit_tokens = 0;           // state-reachable (restorable) tokens at admission
+  int64_t kv_reachable_tokens = 0;  // KV-reachable tokens at admission
+  int64_t lost_tokens = 0;          // kv_reachable - hit: lost to a missing checkpoint
+  int64_t miss_tokens = 0;          // prompt_tokens - hit_tokens
+  int64_t loaded_bytes = 0;         // host -> device bytes reported on hits
 
   int64_t checkpoints_created = 0;
   int64_t checkpoints_dropped = 0;  // left the cache for good (alone or with their page)
   int64_t checkpoints_used = 0;     // restores (hits with n_hit_tokens > 0)
   int64_t checkpoints_skipped = 0;  // wanted but no room even after eviction
   int64_t pages_inserted = 0;
-  int64_t pages_dropped = 0;        // left the cache for good
-  int64_t pages_promoted = 0;       // host -> device on admission
+  int64_t pages_dropped = 0;   // left the cache for good
+  int64_t pages_promoted = 0;  // host -> device on admission
   int64_t failed_reserves = 0;
   int64_t failed_admissions = 0;
 

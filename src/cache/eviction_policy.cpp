@@ -47,9 +47,10 @@ class FlopPerByte final : public EvictionPolicy {
   // FLOPs to recompute tokens (end-replay, end] per byte held (checkpoint + the segment's KV).
   double efficiency(int64_t replay, int64_t end) const {
     const double start = static_cast<double>(end - replay);
-    const double per_token = sizes_.flops_per_token > 0 || sizes_.attn_flops_per_token_ctx > 0
-                                 ? sizes_.flops_per_token + sizes_.attn_flops_per_token_ctx * (start + replay / 2.0)
-                                 : 1.0;
+    const double per_token =
+        sizes_.flops_per_token > 0 || sizes_.attn_flops_per_token_ctx > 0
+            ? sizes_.flops_per_token + sizes_.attn_flops_per_token_ctx * (start + replay / 2.0)
+            : 1.0;
     const double bytes = static_cast<double>(sizes_.checkpoint_bytes + replay * sizes_.kv_bytes_per_token);
     return replay * per_token / (bytes > 0 ? bytes : 1.0);
   }
@@ -68,7 +69,9 @@ class SegLen final : public EvictionPolicy {
   float checkpoint_value(int64_t replay, int64_t) const override {
     return static_cast<float>(replay / (replay + r_ref_));
   }
-  double kv_score(uint64_t access, float v) const override { return weight_ * access / horizon_ + (1 - weight_) * v; }
+  double kv_score(uint64_t access, float v) const override {
+    return weight_ * access / horizon_ + (1 - weight_) * v;
+  }
   double checkpoint_score(uint64_t access, float v) const override {
     return weight_ * access / horizon_ + (1 - weight_) * v;
   }
@@ -121,9 +124,10 @@ std::unique_ptr<EvictionPolicy> make_eviction_policy(const std::string& spec, co
     if (w > 1 || horizon <= 0) fail("eviction policy '{}': weight must be in [0,1], horizon > 0", spec);
     return std::make_unique<SegLen>(w, horizon, page_tokens);
   }
-  fail("unknown eviction policy '{}' (leaf-lru | consumed-state-lru | flop-per-byte[:alpha[:horizon]] | "
-       "seglen[:weight[:horizon]])",
-       spec);
+  fail(
+      "unknown eviction policy '{}' (leaf-lru | consumed-state-lru | flop-per-byte[:alpha[:horizon]] | "
+      "seglen[:weight[:horizon]])",
+      spec);
 }
 
 }  // namespace ds

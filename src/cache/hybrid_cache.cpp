@@ -177,7 +177,9 @@ void HybridCache::Impl::release(SeqId id) {
 HybridCache::HybridCache(const CacheConfig& config) : impl_(std::make_unique<Impl>(config)) {}
 HybridCache::~HybridCache() = default;
 
-const CacheConfig& HybridCache::config() const { return impl_->cfg; }
+const CacheConfig& HybridCache::config() const {
+  return impl_->cfg;
+}
 
 CacheHit HybridCache::match(std::span<const int32_t> prompt) const {
   TreeWalk w;
@@ -261,8 +263,8 @@ std::optional<Admission> HybridCache::admit(std::span<const int32_t> prompt) {
 bool HybridCache::reserve(SeqId seq, int64_t n_tokens_total) {
   Impl& m = *impl_;
   CacheSeq& s = m.seq_at(seq);
-  DS_CHECK(n_tokens_total >= 0 && n_tokens_total <= (int64_t{1} << 40), "cache: reserve of {} tokens for sequence {}",
-           n_tokens_total, seq);
+  DS_CHECK(n_tokens_total >= 0 && n_tokens_total <= (int64_t{1} << 40),
+           "cache: reserve of {} tokens for sequence {}", n_tokens_total, seq);
   const int64_t want_pages = (n_tokens_total + m.cfg.page_tokens - 1) / m.cfg.page_tokens;
   const int64_t n_new = want_pages - static_cast<int64_t>(s.pages.size());
   if (n_new > 0) {
@@ -299,13 +301,16 @@ void HybridCache::commit(SeqId seq, std::span<const int32_t> tokens, int64_t n_c
   Impl& m = *impl_;
   CacheSeq& s = m.seq_at(seq);
   DS_CHECK(n_computed >= 0 && n_computed <= static_cast<int64_t>(tokens.size()),
-           "cache: commit of {} computed tokens with only {} tokens (sequence {})", n_computed, tokens.size(), seq);
+           "cache: commit of {} computed tokens with only {} tokens (sequence {})", n_computed, tokens.size(),
+           seq);
   DS_CHECK(n_computed <= static_cast<int64_t>(s.pages.size()) * m.cfg.page_tokens,
-           "cache: commit of {} tokens but only {} reserved (sequence {})", n_computed, s.reserved_tokens, seq);
+           "cache: commit of {} tokens but only {} reserved (sequence {})", n_computed, s.reserved_tokens,
+           seq);
   if (n_computed <= s.committed_tokens) return;
   m.insert_pages(s, tokens, n_computed / m.cfg.page_tokens);
   std::vector<WantedCheckpoint> want;
-  m.retention->wanted({m.cfg.page_tokens, s.prompt_tokens, s.branch_tokens}, s.committed_tokens, n_computed, want);
+  m.retention->wanted({m.cfg.page_tokens, s.prompt_tokens, s.branch_tokens}, s.committed_tokens, n_computed,
+                      want);
   for (const auto& c : want) {
     const int64_t page = c.position / m.cfg.page_tokens;
     CacheSeq& s2 = m.seq_at(seq);
@@ -327,13 +332,25 @@ void HybridCache::finish(SeqId seq, std::span<const int32_t> all_tokens) {
   m.release(seq);
 }
 
-void HybridCache::abort(SeqId seq) { impl_->release(seq); }
+void HybridCache::abort(SeqId seq) {
+  impl_->release(seq);
+}
 
-std::span<const int32_t> HybridCache::page_table(SeqId seq) const { return impl_->seq_at(seq).pages; }
-int32_t HybridCache::live_slot(SeqId seq) const { return impl_->seq_at(seq).live_slot; }
-int64_t HybridCache::n_running() const { return static_cast<int64_t>(impl_->seqs.size()); }
-const CacheStats& HybridCache::stats() const { return impl_->stats; }
-void HybridCache::check_invariants() const { impl_->check_invariants(); }
+std::span<const int32_t> HybridCache::page_table(SeqId seq) const {
+  return impl_->seq_at(seq).pages;
+}
+int32_t HybridCache::live_slot(SeqId seq) const {
+  return impl_->seq_at(seq).live_slot;
+}
+int64_t HybridCache::n_running() const {
+  return static_cast<int64_t>(impl_->seqs.size());
+}
+const CacheStats& HybridCache::stats() const {
+  return impl_->stats;
+}
+void HybridCache::check_invariants() const {
+  impl_->check_invariants();
+}
 
 int64_t HybridCache::bookkeeping_bytes() const {
   const Impl& m = *impl_;
@@ -342,7 +359,8 @@ int64_t HybridCache::bookkeeping_bytes() const {
     b += m.pages[t].n_ids() * static_cast<int64_t>(2 * sizeof(int32_t));  // refcount + free-list room
     b += (m.kv_queue[t].size() + m.ckpt_queue[t].size()) * static_cast<int64_t>(sizeof(EvictionEntry));
   }
-  for (const auto& [id, s] : m.seqs) b += static_cast<int64_t>((s.pages.size() + s.path.size()) * sizeof(int32_t));
+  for (const auto& [id, s] : m.seqs)
+    b += static_cast<int64_t>((s.pages.size() + s.path.size()) * sizeof(int32_t));
   return b;
 }
 

@@ -27,20 +27,20 @@ enum class ByteKind : uint8_t { kv, checkpoint, live };
 struct CacheSeq {
   int64_t prompt_tokens = 0;
   int64_t hit_tokens = 0;
-  int64_t branch_tokens = 0;      // semantic branch point found at admission (0 = none)
-  int64_t reserved_tokens = 0;    // tokens with a page
-  int64_t committed_tokens = 0;   // tokens already inserted / checkpointed
+  int64_t branch_tokens = 0;     // semantic branch point found at admission (0 = none)
+  int64_t reserved_tokens = 0;   // tokens with a page
+  int64_t committed_tokens = 0;  // tokens already inserted / checkpointed
   int32_t live_slot = -1;
-  bool tree_closed = false;       // a key collision stopped insertion for this sequence
-  uint64_t tail_key = 0;          // key of path.back() (root key when empty)
-  std::vector<int32_t> pages;     // device page ids
-  std::vector<int32_t> path;      // tree nodes, one per committed page
+  bool tree_closed = false;    // a key collision stopped insertion for this sequence
+  uint64_t tail_key = 0;       // key of path.back() (root key when empty)
+  std::vector<int32_t> pages;  // device page ids
+  std::vector<int32_t> path;   // tree nodes, one per committed page
 };
 
 // Result of walking a prompt down the tree.
 struct TreeWalk {
-  std::vector<int32_t> path;      // node per matched page (KV-reachable)
-  int64_t hit_pages = 0;          // deepest page boundary with a checkpoint
+  std::vector<int32_t> path;  // node per matched page (KV-reachable)
+  int64_t hit_pages = 0;      // deepest page boundary with a checkpoint
 };
 
 struct HybridCache::Impl {
@@ -52,13 +52,13 @@ struct HybridCache::Impl {
   std::unique_ptr<RetentionPolicy> retention;
   std::unique_ptr<EvictionPolicy> eviction;
   PrefixTree tree;
-  std::vector<BlockPool> pages;      // [n_tiers]
-  std::vector<StatePool> states;     // [n_tiers] (live slots only in tier 0)
+  std::vector<BlockPool> pages;   // [n_tiers]
+  std::vector<StatePool> states;  // [n_tiers] (live slots only in tier 0)
   std::array<EvictionQueue, kMaxTiers> kv_queue, ckpt_queue;
   std::unordered_map<SeqId, CacheSeq> seqs;
   SeqId next_seq = 1;
-  uint32_t tick = 0;                 // admissions so far (recency clock; 2^32 admissions max)
-  int32_t pinned_ckpt = -1;          // checkpoint being restored by admit(): not evictable
+  uint32_t tick = 0;         // admissions so far (recency clock; 2^32 admissions max)
+  int32_t pinned_ckpt = -1;  // checkpoint being restored by admit(): not evictable
   CacheStats stats;
 
   // hybrid_cache.cpp

@@ -15,7 +15,7 @@ class PageKeyMap {
   PageKeyMap() { slots_.resize(1024); }
 
   int32_t find(uint64_t key) const {
-    for (size_t i = key & mask(); ; i = (i + 1) & mask()) {
+    for (size_t i = key & mask();; i = (i + 1) & mask()) {
       if (slots_[i].key == key) return slots_[i].node;
       if (slots_[i].key == 0) return -1;
     }
@@ -25,7 +25,7 @@ class PageKeyMap {
   // false when the key is already present (the map is unchanged).
   bool insert(uint64_t key, int32_t node) {
     if (2 * (size_ + 1) > slots_.size()) grow();
-    for (size_t i = key & mask(); ; i = (i + 1) & mask()) {
+    for (size_t i = key & mask();; i = (i + 1) & mask()) {
       if (slots_[i].key == key) return false;
       if (slots_[i].key == 0) {
         slots_[i] = {key, node};

@@ -7,11 +7,16 @@ namespace ds {
 
 const char* to_string(CheckpointReason reason) {
   switch (reason) {
-    case CheckpointReason::block: return "block";
-    case CheckpointReason::interval: return "interval";
-    case CheckpointReason::prompt_end: return "prompt-end";
-    case CheckpointReason::branch: return "branch";
-    case CheckpointReason::decode_end: return "decode-end";
+    case CheckpointReason::block:
+      return "block";
+    case CheckpointReason::interval:
+      return "interval";
+    case CheckpointReason::prompt_end:
+      return "prompt-end";
+    case CheckpointReason::branch:
+      return "branch";
+    case CheckpointReason::decode_end:
+      return "decode-end";
   }
   return "?";
 }
@@ -30,7 +35,8 @@ int32_t PrefixTree::find_child(int32_t parent, uint64_t key) const {
 }
 
 int32_t PrefixTree::add_child(int32_t parent, uint64_t key, int32_t page, int8_t tier) {
-  DS_CHECK(parent >= 0 && parent < n_slots() && nodes_[parent].alive(), "PrefixTree: parent {} is not a node", parent);
+  DS_CHECK(parent >= 0 && parent < n_slots() && nodes_[parent].alive(), "PrefixTree: parent {} is not a node",
+           parent);
   DS_CHECK(tier == 0 || tier == 1, "PrefixTree: bad tier {}", tier);
   DS_CHECK(tier >= nodes_[parent].kv_tier, "PrefixTree: device child under host parent {}", parent);
   if (key == 0 || by_key_.find(key) >= 0) return -1;  // collision with another prefix: do not cache
@@ -102,13 +108,14 @@ void PrefixTree::check_invariants() const {
     if (!n.alive()) continue;
     ++alive;
     if (i == kRoot) continue;
-    DS_CHECK(n.parent >= 0 && n.parent < n_slots() && nodes_[n.parent].alive(), "PrefixTree: node {} has dead parent {}",
-             i, n.parent);
+    DS_CHECK(n.parent >= 0 && n.parent < n_slots() && nodes_[n.parent].alive(),
+             "PrefixTree: node {} has dead parent {}", i, n.parent);
     const TreeNode& p = nodes_[n.parent];
-    DS_CHECK(n.depth == p.depth + 1, "PrefixTree: node {} depth {} under parent depth {}", i, n.depth, p.depth);
+    DS_CHECK(n.depth == p.depth + 1, "PrefixTree: node {} depth {} under parent depth {}", i, n.depth,
+             p.depth);
     DS_CHECK(n.kv_tier >= p.kv_tier, "PrefixTree: node {} on device under host parent {}", i, n.parent);
-    DS_CHECK(!n.has_checkpoint() || n.ckpt_tier >= n.kv_tier, "PrefixTree: node {} checkpoint tier {} < KV tier {}", i,
-             n.ckpt_tier, n.kv_tier);
+    DS_CHECK(!n.has_checkpoint() || n.ckpt_tier >= n.kv_tier,
+             "PrefixTree: node {} checkpoint tier {} < KV tier {}", i, n.ckpt_tier, n.kv_tier);
     DS_CHECK(n.lock_count >= 0 && (n.parent == kRoot || n.lock_count <= p.lock_count),
              "PrefixTree: node {} locked {} times, parent only {}", i, n.lock_count, p.lock_count);
     DS_CHECK(by_key_.find(n.key) == static_cast<int32_t>(i), "PrefixTree: key of node {} not mapped", i);

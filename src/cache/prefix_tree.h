@@ -17,22 +17,22 @@ enum class CheckpointReason : uint8_t { block, interval, prompt_end, branch, dec
 const char* to_string(CheckpointReason reason);
 
 struct TreeNode {
-  uint64_t key = 0;              // chained page key of the prefix ending here
-  int32_t parent = -1;           // -1: root or free node
-  int32_t depth = 0;             // pages from the root (end position = depth · page_tokens)
-  int32_t page = -1;             // KV page id in tier kv_tier's BlockPool
-  int32_t ckpt_slot = -1;        // checkpoint slot in tier ckpt_tier's StatePool; -1 = none
-  int8_t kv_tier = -1;           // 0 device, 1 host; -1 = free node
-  int8_t ckpt_tier = -1;         // >= kv_tier when a checkpoint exists
+  uint64_t key = 0;        // chained page key of the prefix ending here
+  int32_t parent = -1;     // -1: root or free node
+  int32_t depth = 0;       // pages from the root (end position = depth · page_tokens)
+  int32_t page = -1;       // KV page id in tier kv_tier's BlockPool
+  int32_t ckpt_slot = -1;  // checkpoint slot in tier ckpt_tier's StatePool; -1 = none
+  int8_t kv_tier = -1;     // 0 device, 1 host; -1 = free node
+  int8_t ckpt_tier = -1;   // >= kv_tier when a checkpoint exists
   CheckpointReason ckpt_reason = CheckpointReason::block;
   int32_t n_children = 0;
   int32_t n_device_children = 0;
-  int32_t lock_count = 0;        // running sequences whose path contains this node
-  uint32_t kv_version = 0;       // invalidates stale eviction-queue entries
+  int32_t lock_count = 0;   // running sequences whose path contains this node
+  uint32_t kv_version = 0;  // invalidates stale eviction-queue entries
   uint32_t ckpt_version = 0;
-  uint32_t kv_access = 0;        // logical tick (admission count) of the last use of this page
-  uint32_t ckpt_access = 0;      // logical tick of the last use (or creation) of the checkpoint
-  float ckpt_value = 0;          // policy value of the checkpoint, fixed at creation (eviction)
+  uint32_t kv_access = 0;    // logical tick (admission count) of the last use of this page
+  uint32_t ckpt_access = 0;  // logical tick of the last use (or creation) of the checkpoint
+  float ckpt_value = 0;      // policy value of the checkpoint, fixed at creation (eviction)
   bool alive() const { return kv_tier >= 0; }
   bool has_checkpoint() const { return ckpt_slot >= 0; }
 };
@@ -57,7 +57,7 @@ class PrefixTree {
   const TreeNode& at(int32_t node) const { return nodes_[node]; }
   int64_t n_slots() const { return static_cast<int64_t>(nodes_.size()); }  // alive + free nodes
   int64_t n_nodes() const { return n_alive_; }                             // alive, root included
-  int64_t memory_bytes() const;                                             // bookkeeping overhead
+  int64_t memory_bytes() const;                                            // bookkeeping overhead
 
   // Structural invariants (keys, parents, child counts, depths, device prefix-closure).
   void check_invariants() const;

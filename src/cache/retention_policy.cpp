@@ -7,16 +7,20 @@
 namespace ds {
 namespace {
 
-int64_t prompt_end(const RetentionContext& ctx) { return ctx.prompt_tokens / ctx.page_tokens * ctx.page_tokens; }
+int64_t prompt_end(const RetentionContext& ctx) {
+  return ctx.prompt_tokens / ctx.page_tokens * ctx.page_tokens;
+}
 
-void push_if_in(std::vector<WantedCheckpoint>& out, int64_t p, int64_t begin, int64_t end, CheckpointReason r) {
+void push_if_in(std::vector<WantedCheckpoint>& out, int64_t p, int64_t begin, int64_t end,
+                CheckpointReason r) {
   if (p > begin && p <= end && p > 0) out.push_back({p, r});
 }
 
 class EveryBlock final : public RetentionPolicy {
  public:
   std::string name() const override { return "every-block"; }
-  void wanted(const RetentionContext& ctx, int64_t begin, int64_t end, std::vector<WantedCheckpoint>& out) const override {
+  void wanted(const RetentionContext& ctx, int64_t begin, int64_t end,
+              std::vector<WantedCheckpoint>& out) const override {
     for (int64_t p = (begin / ctx.page_tokens + 1) * ctx.page_tokens; p <= end; p += ctx.page_tokens)
       out.push_back({p, CheckpointReason::block});
   }
@@ -27,7 +31,8 @@ class Interval final : public RetentionPolicy {
  public:
   explicit Interval(int64_t n) : n_(n) {}
   std::string name() const override { return "interval:" + std::to_string(n_); }
-  void wanted(const RetentionContext& ctx, int64_t begin, int64_t end, std::vector<WantedCheckpoint>& out) const override {
+  void wanted(const RetentionContext& ctx, int64_t begin, int64_t end,
+              std::vector<WantedCheckpoint>& out) const override {
     const int64_t pe = prompt_end(ctx);
     bool pe_done = pe % n_ == 0;  // a prompt end on the interval grid is listed once, as interval
     for (int64_t p = (begin / n_ + 1) * n_; p <= end; p += n_) {
@@ -50,7 +55,8 @@ class Interval final : public RetentionPolicy {
 class PromptEnd final : public RetentionPolicy {
  public:
   std::string name() const override { return "prompt-end"; }
-  void wanted(const RetentionContext& ctx, int64_t begin, int64_t end, std::vector<WantedCheckpoint>& out) const override {
+  void wanted(const RetentionContext& ctx, int64_t begin, int64_t end,
+              std::vector<WantedCheckpoint>& out) const override {
     push_if_in(out, prompt_end(ctx), begin, end, CheckpointReason::prompt_end);
   }
   bool allows(CheckpointReason r, int64_t) const override { return r == CheckpointReason::prompt_end; }
@@ -59,7 +65,8 @@ class PromptEnd final : public RetentionPolicy {
 class Semantic final : public RetentionPolicy {
  public:
   std::string name() const override { return "semantic"; }
-  void wanted(const RetentionContext& ctx, int64_t begin, int64_t end, std::vector<WantedCheckpoint>& out) const override {
+  void wanted(const RetentionContext& ctx, int64_t begin, int64_t end,
+              std::vector<WantedCheckpoint>& out) const override {
     push_if_in(out, ctx.branch_tokens, begin, end, CheckpointReason::branch);
   }
   bool keeps_decode_end() const override { return true; }

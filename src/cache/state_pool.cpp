@@ -41,22 +41,34 @@ void StatePool::Slots::release(int32_t slot, const char* kind) {
 void StatePool::Slots::check(const char* kind) const {
   std::vector<uint8_t> seen(used.size(), 0);
   for (int32_t s : free) {
-    DS_CHECK(s >= 0 && s < static_cast<int32_t>(used.size()), "StatePool: {} free entry {} out of range", kind, s);
+    DS_CHECK(s >= 0 && s < static_cast<int32_t>(used.size()), "StatePool: {} free entry {} out of range",
+             kind, s);
     DS_CHECK(!seen[s] && !used[s], "StatePool: {} slot {} free twice or free while used", kind, s);
     seen[s] = 1;
   }
   int64_t n = 0;
   for (size_t s = 0; s < used.size(); ++s) {
-    if (used[s]) ++n;
-    else DS_CHECK(seen[s], "StatePool: {} slot {} neither used nor free", kind, s);
+    if (used[s])
+      ++n;
+    else
+      DS_CHECK(seen[s], "StatePool: {} slot {} neither used nor free", kind, s);
   }
-  DS_CHECK(n == n_used && n_used <= max, "StatePool: {} slots used {} (counter {}, max {})", kind, n, n_used, max);
+  DS_CHECK(n == n_used && n_used <= max, "StatePool: {} slots used {} (counter {}, max {})", kind, n, n_used,
+           max);
 }
 
-int32_t StatePool::allocate_live() { return live_.allocate(); }
-void StatePool::free_live(int32_t slot) { live_.release(slot, "live"); }
-int32_t StatePool::allocate_checkpoint() { return ckpt_.allocate(); }
-void StatePool::free_checkpoint(int32_t slot) { ckpt_.release(slot, "checkpoint"); }
+int32_t StatePool::allocate_live() {
+  return live_.allocate();
+}
+void StatePool::free_live(int32_t slot) {
+  live_.release(slot, "live");
+}
+int32_t StatePool::allocate_checkpoint() {
+  return ckpt_.allocate();
+}
+void StatePool::free_checkpoint(int32_t slot) {
+  ckpt_.release(slot, "checkpoint");
+}
 
 bool StatePool::live_in_use(int32_t slot) const {
   return slot >= 0 && slot < static_cast<int32_t>(live_.used.size()) && live_.used[slot];

@@ -13,9 +13,9 @@ class StatePool {
  public:
   StatePool(int64_t max_live, int64_t max_checkpoints);
 
-  int32_t allocate_live();                 // -1 when max_live slots are in use
+  int32_t allocate_live();  // -1 when max_live slots are in use
   void free_live(int32_t slot);
-  int32_t allocate_checkpoint();           // -1 when max_checkpoints slots are in use
+  int32_t allocate_checkpoint();  // -1 when max_checkpoints slots are in use
   void free_checkpoint(int32_t slot);
 
   int64_t n_live() const { return live_.n_used; }
@@ -29,7 +29,7 @@ class StatePool {
   struct Slots {
     int64_t max = 0;
     int64_t n_used = 0;
-    std::vector<uint8_t> used;   // [n_ids]
+    std::vector<uint8_t> used;  // [n_ids]
     std::vector<int32_t> free;
     int32_t allocate();
     void release(int32_t slot, const char* kind);

@@ -48,10 +48,10 @@ template <typename... Args>
 }  // namespace ds
 
 // DS_CHECK(cond, "fmt {}", value): throws ds::Error("fmt value (check `cond` failed)").
-#define DS_CHECK(cond, ...)                                                                \
-  do {                                                                                     \
-    if (!(cond)) [[unlikely]]                                                              \
-      throw ::ds::Error(::fmt::format(__VA_ARGS__) + " (check `" #cond "` failed)");      \
+#define DS_CHECK(cond, ...)                                                          \
+  do {                                                                               \
+    if (!(cond)) [[unlikely]]                                                        \
+      throw ::ds::Error(::fmt::format(__VA_ARGS__) + " (check `" #cond "` failed)"); \
   } while (0)
 
 #ifdef NDEBUG

@@ -23,8 +23,12 @@ constexpr std::array<DTypeInfo, 8> kInfo{{
 }};
 }  // namespace
 
-size_t dtype_size(DType t) { return kInfo[size_t(t)].size; }
-std::string_view dtype_name(DType t) { return kInfo[size_t(t)].name; }
+size_t dtype_size(DType t) {
+  return kInfo[size_t(t)].size;
+}
+std::string_view dtype_name(DType t) {
+  return kInfo[size_t(t)].name;
+}
 
 bool dtype_from_name(std::string_view name, DType* out) {
   for (const auto& i : kInfo) {

@@ -11,8 +11,8 @@ namespace ds {
 
 enum class DType : uint8_t { F32, BF16, F16, I32, I64, U8, I8, F8_E4M3 };
 
-size_t dtype_size(DType t);                 // bytes per element
-std::string_view dtype_name(DType t);       // safetensors spelling: "F32", "BF16", ...
+size_t dtype_size(DType t);                               // bytes per element
+std::string_view dtype_name(DType t);                     // safetensors spelling: "F32", "BF16", ...
 bool dtype_from_name(std::string_view name, DType* out);  // false if unknown
 
 inline float bf16_to_f32(uint16_t h) {

@@ -7,8 +7,7 @@
 
 namespace ds {
 
-CostModel::CostModel(const ModelProfile& model, const HardwareProfile& hw, CostOptions opt)
-    : opt_(opt) {
+CostModel::CostModel(const ModelProfile& model, const HardwareProfile& hw, CostOptions opt) : opt_(opt) {
   DS_CHECK(opt.tp >= 1, "tensor parallel size must be >= 1, got {}", opt.tp);
   DS_CHECK(opt.kda_chunk_tokens >= 1, "KDA chunk size must be >= 1, got {}", opt.kda_chunk_tokens);
   const double tp = opt.tp;
@@ -38,7 +37,8 @@ CostModel::CostModel(const ModelProfile& model, const HardwareProfile& hw, CostO
   mem_bw_ = hw.hbm_bw_bytes_s * hw.memory_efficiency;
   gemm_peak_ = hw.peak_flops(16) * hw.gemm_efficiency;
   // MXFP4 experts run as W4A8 (MXFP8 activations, as in the K3 QAT recipe) at the fp8 rate.
-  expert_peak_ = hw.peak_flops(model.weight(WeightKind::RoutedExpert).bits < 16 ? 8 : 16) * hw.gemm_efficiency;
+  expert_peak_ =
+      hw.peak_flops(model.weight(WeightKind::RoutedExpert).bits < 16 ? 8 : 16) * hw.gemm_efficiency;
   attn_peak_ = hw.peak_flops(opt.kv_dtype_bytes == 1 ? 8 : 16) * hw.attention_efficiency;
   kda_peak_ = hw.peak_flops(16) * hw.attention_efficiency;
   link_bw_ = hw.nvlink_bw_bytes_s * hw.comm_efficiency;
@@ -75,7 +75,8 @@ StepCost CostModel::step(const StepWork& work) const {
     kda_bytes += 2.0 * state_bytes_gpu_;  // read the live state, write it back
   }
   if (n_tok > 0) {
-    const double weight_bytes = dense_bytes_gpu_ + n_moe_layers_ * distinct_experts(int64_t(n_tok)) * expert_bytes_gpu_;
+    const double weight_bytes =
+        dense_bytes_gpu_ + n_moe_layers_ * distinct_experts(int64_t(n_tok)) * expert_bytes_gpu_;
     const double dense_flops = n_tok * dense_flops_token_ + n_seq * lm_head_flops_;
     const double routed_flops = n_tok * routed_flops_token_;
     cost.weights_s = weight_bytes / mem_bw_;

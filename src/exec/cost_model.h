@@ -16,11 +16,11 @@ namespace ds {
 
 // Work of one sequence in one step. A prefill chunk has n_new_tokens > 1; a decode step has 1.
 struct SeqWork {
-  int64_t n_new_tokens = 0;       // tokens computed this step
-  int64_t n_context_tokens = 0;   // tokens already in the MLA KV before this step (attention reads them)
-  int64_t n_checkpoints = 0;      // KDA checkpoints written this step (state copies)
-  int64_t n_restores = 0;         // KDA checkpoints copied into the live slot this step
-  int64_t host_load_bytes = 0;    // bytes each GPU receives host->device before this step (lower-tier hit)
+  int64_t n_new_tokens = 0;      // tokens computed this step
+  int64_t n_context_tokens = 0;  // tokens already in the MLA KV before this step (attention reads them)
+  int64_t n_checkpoints = 0;     // KDA checkpoints written this step (state copies)
+  int64_t n_restores = 0;        // KDA checkpoints copied into the live slot this step
+  int64_t host_load_bytes = 0;   // bytes each GPU receives host->device before this step (lower-tier hit)
 };
 
 struct StepWork {
@@ -43,9 +43,9 @@ struct StepCost {
 };
 
 struct CostOptions {
-  int tp = 8;                // tensor-parallel ranks one model replica is split over
-  int kv_dtype_bytes = 1;    // MLA latent cache: 1 = fp8, 2 = bf16
-  int kda_chunk_tokens = 64; // C of the chunked KDA kernel (fla / FlashKDA default 64)
+  int tp = 8;                 // tensor-parallel ranks one model replica is split over
+  int kv_dtype_bytes = 1;     // MLA latent cache: 1 = fp8, 2 = bf16
+  int kda_chunk_tokens = 64;  // C of the chunked KDA kernel (fla / FlashKDA default 64)
 };
 
 class CostModel {
@@ -69,19 +69,19 @@ class CostModel {
  private:
   CostOptions opt_;
   // Per-GPU constants, computed once.
-  double dense_bytes_gpu_ = 0;     // weights streamed every step (all but embedding / routed experts)
-  double expert_bytes_gpu_ = 0;    // one routed expert's TP shard
+  double dense_bytes_gpu_ = 0;   // weights streamed every step (all but embedding / routed experts)
+  double expert_bytes_gpu_ = 0;  // one routed expert's TP shard
   double n_moe_layers_ = 0, n_expert_ = 0, top_k_ = 0;
-  double dense_flops_token_ = 0;   // per GPU, non-routed matmuls
-  double routed_flops_token_ = 0;  // per GPU, routed experts
-  double lm_head_flops_ = 0;       // per GPU per sampled token
-  double kv_bytes_token_ = 0;      // per GPU
-  double state_bytes_gpu_ = 0;     // one sequence's KDA state shard
+  double dense_flops_token_ = 0;      // per GPU, non-routed matmuls
+  double routed_flops_token_ = 0;     // per GPU, routed experts
+  double lm_head_flops_ = 0;          // per GPU per sampled token
+  double kv_bytes_token_ = 0;         // per GPU
+  double state_bytes_gpu_ = 0;        // one sequence's KDA state shard
   double allreduce_bytes_token_ = 0;  // per GPU link traffic per token, all layers
   double allreduce_calls_ = 0;        // per step
   double hidden_ = 0;
   double mla_key_decode_ = 0, mla_key_prefill_ = 0, mla_expand_ = 0;  // per GPU FLOPs
-  double kda_token_decode_ = 0, kda_token_prefill_ = 0;              // per GPU FLOPs
+  double kda_token_decode_ = 0, kda_token_prefill_ = 0;               // per GPU FLOPs
   // Effective rates.
   double mem_bw_ = 0, gemm_peak_ = 0, expert_peak_ = 0, attn_peak_ = 0, kda_peak_ = 0;
   double link_bw_ = 0, host_bw_ = 0, comm_latency_s_ = 0;

@@ -1,12 +1,12 @@
 #include "exec/hardware_profile.h"
 
 #include <fmt/ranges.h>
-#include <nlohmann/json.hpp>
 
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 #include <vector>
@@ -90,8 +90,7 @@ std::string resolve_profile(const std::string& kind, const std::string& name_or_
   DS_CHECK(!name_or_path.empty(), "empty {} profile name", what);
   std::error_code ec;
   if (fs::exists(name_or_path, ec)) return name_or_path;
-  const bool looks_like_path = name_or_path.find('/') != std::string::npos ||
-                               name_or_path.ends_with(".json");
+  const bool looks_like_path = name_or_path.find('/') != std::string::npos || name_or_path.ends_with(".json");
   std::set<std::string> bundled;
   for (const fs::path& data : data_dirs()) {
     const fs::path dir = data / "profiles" / kind;
@@ -106,7 +105,8 @@ std::string resolve_profile(const std::string& kind, const std::string& name_or_
   if (bundled.empty())
     fail("unknown {} profile \"{}\" (no bundled data/profiles/{} folder found; set DS_DATA_DIR)", what,
          name_or_path, kind);
-  fail("unknown {} profile \"{}\" (bundled: {}; or give a path)", what, name_or_path, fmt::join(bundled, ", "));
+  fail("unknown {} profile \"{}\" (bundled: {}; or give a path)", what, name_or_path,
+       fmt::join(bundled, ", "));
 }
 
 double HardwareProfile::peak_flops(int bits) const {
@@ -153,7 +153,8 @@ void HardwareProfile::validate(const std::string& src) const {
     if (!std::isfinite(v) || v < 0) fail("{}: `{}` must be finite and >= 0, got {}", src, f.key, v);
     if (f.must_be_positive && !(v > 0)) fail("{}: `{}` must be positive, got {}", src, f.key, v);
     if (f.is_fraction && v > 1) fail("{}: `{}` is an efficiency in (0, 1], got {}", src, f.key, v);
-    if (!sources.contains(f.key)) fail("{}: `sources.{}` is missing (every number needs a source)", src, f.key);
+    if (!sources.contains(f.key))
+      fail("{}: `sources.{}` is missing (every number needs a source)", src, f.key);
   }
   if (runtime_reserve_bytes >= hbm_bytes)
     fail("{}: `runtime_reserve_bytes` {} is not below `hbm_bytes` {}", src, runtime_reserve_bytes, hbm_bytes);

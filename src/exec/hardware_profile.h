@@ -25,13 +25,13 @@ struct HardwareProfile {
   double host_dram_bw_bytes_s = 0;  // host DRAM bandwidth per GPU share
   double host_link_bw_bytes_s = 0;  // host<->GPU link (PCIe / C2C) per GPU, one direction
 
-  double gemm_efficiency = 1;       // fraction of peak FLOP/s reached by projection / expert GEMMs
-  double attention_efficiency = 1;  // fraction of peak FLOP/s reached by MLA attention and KDA kernels
-  double memory_efficiency = 1;     // fraction of HBM bandwidth reached by streaming kernels
-  double comm_efficiency = 1;       // fraction of NVLink bandwidth reached by TP allreduces
-  double host_link_efficiency = 1;  // fraction of host link bandwidth reached by host<->GPU copies
-  double comm_latency_s = 0;        // fixed cost of one TP allreduce
-  double runtime_reserve_bytes = 0; // per GPU: CUDA graphs, NCCL / cuBLAS workspaces, allocator slack
+  double gemm_efficiency = 1;        // fraction of peak FLOP/s reached by projection / expert GEMMs
+  double attention_efficiency = 1;   // fraction of peak FLOP/s reached by MLA attention and KDA kernels
+  double memory_efficiency = 1;      // fraction of HBM bandwidth reached by streaming kernels
+  double comm_efficiency = 1;        // fraction of NVLink bandwidth reached by TP allreduces
+  double host_link_efficiency = 1;   // fraction of host link bandwidth reached by host<->GPU copies
+  double comm_latency_s = 0;         // fixed cost of one TP allreduce
+  double runtime_reserve_bytes = 0;  // per GPU: CUDA graphs, NCCL / cuBLAS workspaces, allocator slack
 
   std::map<std::string, std::string> sources;  // field name -> where the number comes from
 

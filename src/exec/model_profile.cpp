@@ -1,9 +1,8 @@
 #include "exec/model_profile.h"
 
-#include <nlohmann/json.hpp>
-
 #include <filesystem>
 #include <initializer_list>
+#include <nlohmann/json.hpp>
 
 #include "core/check.h"
 #include "exec/hardware_profile.h"
@@ -28,26 +27,28 @@ struct Counter {
     if (__builtin_add_overflow(g.params, n, &g.params)) overflow();
     if (replicated && __builtin_add_overflow(g.replicated_params, n, &g.replicated_params)) overflow();
   }
-  [[noreturn]] void overflow() const { fail("{}: parameter count overflows 64 bits (config too large)", name); }
+  [[noreturn]] void overflow() const {
+    fail("{}: parameter count overflows 64 bits (config too large)", name);
+  }
 };
 
 void count_kda_layer(const ModelConfig& c, Counter& n) {
   const int64_t D = c.hidden, H = c.kda.n_head, K = c.kda.head_dim, W = c.kda.conv_kernel;
-  n.add(WeightKind::Kda, {3, H, K, D});      // q/k/v_proj
-  n.add(WeightKind::Kda, {3, H, K, W});      // q/k/v_conv1d [H*K, 1, W]
-  n.add(WeightKind::Kda, {K, D}, true);      // f_a_proj (low-rank down, rank K)
-  n.add(WeightKind::Kda, {H, K, K});         // f_b_proj
-  n.add(WeightKind::Kda, {H});               // A_log [H]
-  n.add(WeightKind::Kda, {H, K});            // dt_bias [H*K]
-  n.add(WeightKind::Kda, {H, D});            // b_proj
+  n.add(WeightKind::Kda, {3, H, K, D});  // q/k/v_proj
+  n.add(WeightKind::Kda, {3, H, K, W});  // q/k/v_conv1d [H*K, 1, W]
+  n.add(WeightKind::Kda, {K, D}, true);  // f_a_proj (low-rank down, rank K)
+  n.add(WeightKind::Kda, {H, K, K});     // f_b_proj
+  n.add(WeightKind::Kda, {H});           // A_log [H]
+  n.add(WeightKind::Kda, {H, K});        // dt_bias [H*K]
+  n.add(WeightKind::Kda, {H, D});        // b_proj
   if (c.kda.full_rank_output_gate) {
-    n.add(WeightKind::Kda, {H, K, D});       // g_proj
+    n.add(WeightKind::Kda, {H, K, D});  // g_proj
   } else {
-    n.add(WeightKind::Kda, {K, D}, true);    // g_a_proj
-    n.add(WeightKind::Kda, {H, K, K});       // g_b_proj
+    n.add(WeightKind::Kda, {K, D}, true);  // g_a_proj
+    n.add(WeightKind::Kda, {H, K, K});     // g_b_proj
   }
-  n.add(WeightKind::Kda, {K}, true);         // o_norm (shared by heads)
-  n.add(WeightKind::Kda, {D, H, K});         // o_proj
+  n.add(WeightKind::Kda, {K}, true);  // o_norm (shared by heads)
+  n.add(WeightKind::Kda, {D, H, K});  // o_proj
 }
 
 void count_mla_layer(const ModelConfig& c, Counter& n) {
@@ -58,13 +59,13 @@ void count_mla_layer(const ModelConfig& c, Counter& n) {
     n.add(WeightKind::Mla, {QR}, true);     // q_a_layernorm
     n.add(WeightKind::Mla, {NH, QK, QR});   // q_b_proj
   } else {
-    n.add(WeightKind::Mla, {NH, QK, D});    // q_proj
+    n.add(WeightKind::Mla, {NH, QK, D});  // q_proj
   }
-  n.add(WeightKind::Mla, {m.latent_dim(), D}, true);                        // kv_a_proj_with_mqa
-  n.add(WeightKind::Mla, {m.kv_lora_rank}, true);                           // kv_a_layernorm
+  n.add(WeightKind::Mla, {m.latent_dim(), D}, true);                              // kv_a_proj_with_mqa
+  n.add(WeightKind::Mla, {m.kv_lora_rank}, true);                                 // kv_a_layernorm
   n.add(WeightKind::Mla, {NH, int64_t(m.qk_nope_head_dim) + V, m.kv_lora_rank});  // kv_b_proj
-  if (m.output_gate) n.add(WeightKind::Mla, {NH, V, D});                    // g_proj
-  n.add(WeightKind::Mla, {D, NH, V});                                       // o_proj
+  if (m.output_gate) n.add(WeightKind::Mla, {NH, V, D});                          // g_proj
+  n.add(WeightKind::Mla, {D, NH, V});                                             // o_proj
 }
 
 void count_moe_layer(const ModelConfig& c, Counter& n) {
@@ -76,7 +77,7 @@ void count_moe_layer(const ModelConfig& c, Counter& n) {
   n.add(WeightKind::SharedExpert, {3, m.n_shared_expert, I, D});
   n.add(WeightKind::RoutedExpert, {E, 3, I, Dl});
   if (m.latent_dim > 0) {
-    n.add(WeightKind::LatentProj, {2, Dl, D}, true);             // routed_expert_down/up_proj
+    n.add(WeightKind::LatentProj, {2, Dl, D}, true);               // routed_expert_down/up_proj
     if (m.latent_norm) n.add(WeightKind::LatentProj, {Dl}, true);  // routed_expert_norm
   }
 }
@@ -84,7 +85,8 @@ void count_moe_layer(const ModelConfig& c, Counter& n) {
 // MXFP4 routed experts from a compressed-tensors `quantization_config` (top level or text_config).
 double routed_bits_from_json(const json& j, const std::string& src) {
   const json* q = nullptr;
-  if (j.contains("quantization_config")) q = &j.at("quantization_config");
+  if (j.contains("quantization_config"))
+    q = &j.at("quantization_config");
   else if (j.contains("text_config") && j.at("text_config").is_object() &&
            j.at("text_config").contains("quantization_config"))
     q = &j.at("text_config").at("quantization_config");
@@ -104,23 +106,26 @@ double routed_bits_from_json(const json& j, const std::string& src) {
       for (const auto& [name, g] : q->at("config_groups").items()) {
         if (g.is_object() && g.contains("weights") && g.at("weights").is_object()) {
           const json& w = g.at("weights");
-          if (w.contains("group_size") && w.at("group_size").is_number_integer()) group = w.at("group_size").get<int>();
+          if (w.contains("group_size") && w.at("group_size").is_number_integer())
+            group = w.at("group_size").get<int>();
         }
       }
     }
     if (group <= 0) fail("{}: quantization_config group_size must be positive, got {}", src, group);
     return 4.0 + 8.0 / group;  // E2M1 nibble + one E8M0 byte per group
   }
-  fail("{}: unsupported quantization_config (quant_method \"{}\", format \"{}\"); supported: compressed-tensors mxfp4",
-       src, method, format);
+  fail(
+      "{}: unsupported quantization_config (quant_method \"{}\", format \"{}\"); supported: "
+      "compressed-tensors mxfp4",
+      src, method, format);
 }
 
 }  // namespace
 
 const char* weight_kind_name(WeightKind k) {
-  static constexpr const char* names[kWeightKinds] = {"embedding", "lm_head", "kda", "mla", "dense_mlp",
-                                                      "shared_experts", "routed_experts", "router",
-                                                      "latent_proj", "norms"};
+  static constexpr const char* names[kWeightKinds] = {
+      "embedding",      "lm_head",        "kda",    "mla",         "dense_mlp",
+      "shared_experts", "routed_experts", "router", "latent_proj", "norms"};
   return names[size_t(k)];
 }
 
@@ -191,7 +196,9 @@ int64_t ModelProfile::kda_conv_bytes() const {
   return int64_t(config.n_kda_layers()) * 3 * P * (config.kda.conv_kernel - 1) * 2;
 }
 
-double ModelProfile::lm_head_flops() const { return 2.0 * config.vocab_size * config.hidden; }
+double ModelProfile::lm_head_flops() const {
+  return 2.0 * config.vocab_size * config.hidden;
+}
 
 double ModelProfile::linear_flops_per_token() const {
   return 2.0 * double(active_params_per_token() - weight(WeightKind::LmHead).params);
@@ -203,13 +210,15 @@ double ModelProfile::routed_linear_flops_per_token() const {
 
 double ModelProfile::mla_flops_per_key(bool decode) const {
   const MlaConfig& m = config.mla;
-  const double per_head = decode ? 2.0 * (m.latent_dim() + m.kv_lora_rank) : 2.0 * (m.qk_head_dim() + m.v_head_dim);
+  const double per_head =
+      decode ? 2.0 * (m.latent_dim() + m.kv_lora_rank) : 2.0 * (m.qk_head_dim() + m.v_head_dim);
   return double(config.n_mla_layers()) * m.n_head * per_head;
 }
 
 double ModelProfile::mla_expand_flops_per_context_token() const {
   const MlaConfig& m = config.mla;
-  return double(config.n_mla_layers()) * 2.0 * m.kv_lora_rank * m.n_head * (m.qk_nope_head_dim + m.v_head_dim);
+  return double(config.n_mla_layers()) * 2.0 * m.kv_lora_rank * m.n_head *
+         (m.qk_nope_head_dim + m.v_head_dim);
 }
 
 double ModelProfile::mla_attention_flops(int64_t n_new, int64_t n_context) const {
@@ -239,13 +248,13 @@ double ModelProfile::kda_flops(int64_t n_new, int chunk_tokens) const {
 }
 
 ModelProfile ModelProfile::from_config(const ModelConfig& c, std::string name, double routed_expert_bits) {
-  DS_CHECK(routed_expert_bits > 0 && routed_expert_bits <= 32, "routed expert bits must be in (0, 32], got {}",
-           routed_expert_bits);
+  DS_CHECK(routed_expert_bits > 0 && routed_expert_bits <= 32,
+           "routed expert bits must be in (0, 32], got {}", routed_expert_bits);
   ModelProfile p;
   p.name = std::move(name);
   p.config = c;
-  DS_CHECK(int(c.layer_kind.size()) == c.n_layer, "{}: {} layer kinds for {} layers", p.name, c.layer_kind.size(),
-           c.n_layer);
+  DS_CHECK(int(c.layer_kind.size()) == c.n_layer, "{}: {} layer kinds for {} layers", p.name,
+           c.layer_kind.size(), c.n_layer);
   Counter n{p.weights, p.name};
   const int64_t D = c.hidden, V = c.vocab_size;
   n.add(WeightKind::Embedding, {V, D});
@@ -254,10 +263,14 @@ ModelProfile ModelProfile::from_config(const ModelConfig& c, std::string name, d
   n.add(WeightKind::Norm, {c.n_layer, attn_res ? 6 : 2, D}, true);
   n.add(WeightKind::Norm, {attn_res ? 3 : 1, D}, true);  // final norm (+ output AttnRes norm, query)
   for (int l = 0; l < c.n_layer; ++l) {
-    if (c.layer_kind[size_t(l)] == LayerKind::Kda) count_kda_layer(c, n);
-    else count_mla_layer(c, n);
-    if (c.is_moe_layer(l)) count_moe_layer(c, n);
-    else n.add(WeightKind::DenseMlp, {3, c.dense_intermediate, D});
+    if (c.layer_kind[size_t(l)] == LayerKind::Kda)
+      count_kda_layer(c, n);
+    else
+      count_mla_layer(c, n);
+    if (c.is_moe_layer(l))
+      count_moe_layer(c, n);
+    else
+      n.add(WeightKind::DenseMlp, {3, c.dense_intermediate, D});
   }
   // Bounding the total bounds every derived count (active params, state and KV bytes) too.
   int64_t total = 0;

@@ -46,13 +46,13 @@ struct ModelProfile {
   const WeightGroup& weight(WeightKind k) const { return weights[size_t(k)]; }
   int n_moe_layers() const;
   int64_t total_params() const;
-  double weight_bytes() const;                 // whole model
-  double weight_bytes_per_gpu(int tp) const;   // resident on each TP rank
+  double weight_bytes() const;                // whole model
+  double weight_bytes_per_gpu(int tp) const;  // resident on each TP rank
   // Parameters touched per token: everything but the routed experts, plus top-k routed experts
   // per MoE layer. Excludes the input embedding (a row lookup, not a matmul).
   int64_t active_params_per_token() const;
-  int64_t expert_params() const;               // one routed expert of one layer (w1, w2, w3)
-  double expert_bytes() const;                 // its stored bytes
+  int64_t expert_params() const;  // one routed expert of one layer (w1, w2, w3)
+  double expert_bytes() const;    // its stored bytes
   // Weights every step streams once on each GPU regardless of routing: all but embedding and
   // routed experts (lm_head included).
   double dense_bytes_per_gpu(int tp) const;
@@ -69,14 +69,14 @@ struct ModelProfile {
   // Matmul FLOPs per token, excluding attention over the context and the KDA recurrence:
   // 2 x active params, lm_head excluded (counted once per sampled token via lm_head_flops()).
   double linear_flops_per_token() const;
-  double lm_head_flops() const;  // 2 x vocab x hidden per sampled token
+  double lm_head_flops() const;                  // 2 x vocab x hidden per sampled token
   double routed_linear_flops_per_token() const;  // share of linear_flops_per_token in routed experts
   // MLA attention FLOPs, whole model, for `n_new` tokens after `n_context` cached ones.
   // Prefill (n_new > 1): per head 2 (qk + v) per key, plus re-expanding the cached latent
   // through kv_b_proj for the context. Decode (n_new == 1): absorbed form, 2 (latent + kv_lora) per key.
   double mla_attention_flops(int64_t n_new, int64_t n_context) const;
-  double mla_flops_per_key(bool decode) const;           // whole model, per (query, key) pair
-  double mla_expand_flops_per_context_token() const;     // prefill: kv_b_proj on a cached token
+  double mla_flops_per_key(bool decode) const;        // whole model, per (query, key) pair
+  double mla_expand_flops_per_context_token() const;  // prefill: kv_b_proj on a cached token
   // KDA chunked-prefill FLOPs for `n_new` tokens, whole model: (n_new / C) chunks x per-head
   // chunk cost x heads x n_kda layers. Decode (n_new == 1): 7 K^2 per head per layer.
   double kda_flops(int64_t n_new, int chunk_tokens) const;

@@ -1,10 +1,10 @@
 #include "exec/planner.h"
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
+#include <nlohmann/json.hpp>
 
 #include "core/check.h"
 #include "exec/cost_model.h"
@@ -26,11 +26,11 @@ void check_options(const ModelProfile& model, const PlanOptions& opt) {
   DS_CHECK(opt.max_batched_tokens >= 1, "max batched tokens must be >= 1, got {}", opt.max_batched_tokens);
   const ModelConfig& c = model.config;
   if (c.n_kda_layers() > 0)
-    DS_CHECK(c.kda.n_head % opt.tp == 0, "--tp {} does not divide the {} KDA heads of {}", opt.tp, c.kda.n_head,
-             model.name);
+    DS_CHECK(c.kda.n_head % opt.tp == 0, "--tp {} does not divide the {} KDA heads of {}", opt.tp,
+             c.kda.n_head, model.name);
   if (c.n_mla_layers() > 0)
-    DS_CHECK(c.mla.n_head % opt.tp == 0, "--tp {} does not divide the {} MLA heads of {}", opt.tp, c.mla.n_head,
-             model.name);
+    DS_CHECK(c.mla.n_head % opt.tp == 0, "--tp {} does not divide the {} MLA heads of {}", opt.tp,
+             c.mla.n_head, model.name);
 }
 
 }  // namespace
@@ -41,8 +41,7 @@ double activation_bytes_per_token(const ModelProfile& model, int tp) {
   // Residual stream: Block AttnRes keeps the embedding, every committed block and the partial
   // sum per token; a plain residual keeps input, residual and output.
   double residual = 3 * D;
-  if (c.attn_res_block_size > 0)
-    residual = (std::ceil(double(c.n_layer) / c.attn_res_block_size) + 2) * D;
+  if (c.attn_res_block_size > 0) residual = (std::ceil(double(c.n_layer) / c.attn_res_block_size) + 2) * D;
   // Mixer: KDA q, k, v, output gate (H*K each) or MLA q, k, v per head, on this rank's heads.
   const double kda = 4.0 * c.kda.n_head * c.kda.head_dim / tp;
   const double mla = double(c.mla.n_head) / tp * (2.0 * c.mla.qk_head_dim() + c.mla.v_head_dim);
@@ -83,7 +82,8 @@ MemoryPlan make_plan(const ModelProfile& model, const HardwareProfile& hw, const
   p.kv_token_budget = p.kv_token_budget_per_replica * p.replicas;
   p.kda_state_bytes = model.kda_state_bytes();
   p.kda_state_bytes_per_gpu = double(p.kda_state_bytes) / opt.tp;
-  if (p.kv_bytes_per_token > 0) p.checkpoint_tokens_equiv = p.kda_state_bytes_per_gpu / double(p.kv_bytes_per_token);
+  if (p.kv_bytes_per_token > 0)
+    p.checkpoint_tokens_equiv = p.kda_state_bytes_per_gpu / double(p.kv_bytes_per_token);
   p.host_dram_bytes = hw.host_dram_bytes;
 
   const CostModel cost(model, hw, CostOptions{opt.tp, opt.kv_dtype_bytes, 64});
@@ -140,10 +140,12 @@ std::string plan_table(const MemoryPlan& p) {
   std::string s;
   auto line = [&](const std::string& k, const std::string& v) { s += fmt::format("  {:<34} {}\n", k, v); };
   auto gib = [](double b) { return fmt::format("{:.2f} GiB", b / kGiB); };
-  s += fmt::format("memory plan: {} on {} x {} (TP {}, {} replica{}), {} KV cache\n", p.model, p.gpus, p.hardware,
-                   p.tp, p.replicas, p.replicas == 1 ? "" : "s", p.kv_dtype_bytes == 1 ? "fp8" : "bf16");
+  s += fmt::format("memory plan: {} on {} x {} (TP {}, {} replica{}), {} KV cache\n", p.model, p.gpus,
+                   p.hardware, p.tp, p.replicas, p.replicas == 1 ? "" : "s",
+                   p.kv_dtype_bytes == 1 ? "fp8" : "bf16");
   line("parameters (total / active per token)",
-       fmt::format("{:.3f} B / {:.2f} B", double(p.total_params) / 1e9, double(p.active_params_per_token) / 1e9));
+       fmt::format("{:.3f} B / {:.2f} B", double(p.total_params) / 1e9,
+                   double(p.active_params_per_token) / 1e9));
   line("weights (whole model)", fmt::format("{:.1f} GB", p.weight_bytes_total / 1e9));
   s += "per GPU:\n";
   line("HBM (device-reported)", gib(p.hbm_bytes));
@@ -151,19 +153,21 @@ std::string plan_table(const MemoryPlan& p) {
   line("weights", gib(p.weight_bytes));
   line("activation reserve", gib(p.activation_bytes));
   line("runtime reserve", gib(p.runtime_reserve_bytes));
-  line("cache (MLA KV + KDA states)", p.fits ? gib(p.cache_bytes) : "does not fit: weights + reserves exceed HBM");
+  line("cache (MLA KV + KDA states)",
+       p.fits ? gib(p.cache_bytes) : "does not fit: weights + reserves exceed HBM");
   line("host DRAM share (second tier)", gib(p.host_dram_bytes));
   s += "cache:\n";
   line("MLA KV bytes per token", fmt::format("{} B", p.kv_bytes_per_token));
-  line("KV token budget (node)", fmt::format("{} tokens ({:.2f} M)", p.kv_token_budget, p.kv_token_budget / 1e6));
+  line("KV token budget (node)",
+       fmt::format("{} tokens ({:.2f} M)", p.kv_token_budget, p.kv_token_budget / 1e6));
   line("KDA state per sequence", fmt::format("{:.1f} MB ({:.1f} MB per GPU)", p.kda_state_bytes / 1e6,
                                              p.kda_state_bytes_per_gpu / 1e6));
   line("one checkpoint costs", fmt::format("{:.0f} KV tokens", p.checkpoint_tokens_equiv));
   s += "KV throughput (KV bytes / prefill time, one prompt):\n";
   for (const KvThroughputPoint& pt : p.kv_throughput) {
     line(fmt::format("{}k prompt", pt.prompt_tokens / 1024),
-         fmt::format("prefill {:.3f} s, KV {:.2f} GB, {:.2f} GB/s ({:.1f} Gbit/s)", pt.prefill_s, pt.kv_bytes / 1e9,
-                     pt.kv_bytes_per_s / 1e9, pt.kv_bytes_per_s * 8 / 1e9));
+         fmt::format("prefill {:.3f} s, KV {:.2f} GB, {:.2f} GB/s ({:.1f} Gbit/s)", pt.prefill_s,
+                     pt.kv_bytes / 1e9, pt.kv_bytes_per_s / 1e9, pt.kv_bytes_per_s * 8 / 1e9));
   }
   return s;
 }

@@ -22,11 +22,11 @@
 namespace ds {
 
 struct PlanOptions {
-  int gpus = 8;                             // GPUs in the node
-  int tp = 8;                               // tensor-parallel size; gpus / tp data-parallel replicas
-  int kv_dtype_bytes = 1;                   // 1 = fp8, 2 = bf16 MLA latent cache
-  double gpu_memory_utilization = 0.90;     // vLLM default (and the InferenceX K3 B300 recipe)
-  int64_t max_batched_tokens = 8192;        // vLLM API-server default: profiling pass and prefill chunk
+  int gpus = 8;                          // GPUs in the node
+  int tp = 8;                            // tensor-parallel size; gpus / tp data-parallel replicas
+  int kv_dtype_bytes = 1;                // 1 = fp8, 2 = bf16 MLA latent cache
+  double gpu_memory_utilization = 0.90;  // vLLM default (and the InferenceX K3 B300 recipe)
+  int64_t max_batched_tokens = 8192;     // vLLM API-server default: profiling pass and prefill chunk
   std::vector<int64_t> throughput_prompt_tokens = {8192, 32768, 131072};
 };
 
@@ -44,19 +44,19 @@ struct MemoryPlan {
   double weight_bytes_total = 0;
   // Per GPU.
   double hbm_bytes = 0;
-  double usable_bytes = 0;            // hbm x gpu_memory_utilization
+  double usable_bytes = 0;  // hbm x gpu_memory_utilization
   double weight_bytes = 0;
   double activation_bytes = 0;
   double runtime_reserve_bytes = 0;
-  double cache_bytes = 0;             // left for MLA KV + KDA states; 0 when it does not fit
+  double cache_bytes = 0;  // left for MLA KV + KDA states; 0 when it does not fit
   bool fits = false;
-  int64_t kv_bytes_per_token = 0;     // per GPU (replicated latent)
+  int64_t kv_bytes_per_token = 0;  // per GPU (replicated latent)
   int64_t kv_token_budget_per_replica = 0;
-  int64_t kv_token_budget = 0;        // all replicas of the node
-  int64_t kda_state_bytes = 0;        // one sequence, whole model
-  double kda_state_bytes_per_gpu = 0; // its TP shard
-  double checkpoint_tokens_equiv = 0; // kda_state_bytes_per_gpu / kv_bytes_per_token
-  double host_dram_bytes = 0;         // per GPU share (a second cache tier)
+  int64_t kv_token_budget = 0;         // all replicas of the node
+  int64_t kda_state_bytes = 0;         // one sequence, whole model
+  double kda_state_bytes_per_gpu = 0;  // its TP shard
+  double checkpoint_tokens_equiv = 0;  // kda_state_bytes_per_gpu / kv_bytes_per_token
+  double host_dram_bytes = 0;          // per GPU share (a second cache tier)
   std::vector<KvThroughputPoint> kv_throughput;
 };
 

@@ -12,8 +12,8 @@
 namespace ds {
 
 struct SimExecutorConfig {
-  uint64_t seed = 0;            // fake-token stream seed
-  double step_overhead_s = 0;   // fixed per-step host overhead added to the roofline time
+  uint64_t seed = 0;           // fake-token stream seed
+  double step_overhead_s = 0;  // fixed per-step host overhead added to the roofline time
 };
 
 class SimExecutor final : public Executor {
@@ -23,8 +23,8 @@ class SimExecutor final : public Executor {
 
   StepResult execute(const SchedulePlan& plan) override;
 
-  double now_s() const { return now_s_; }             // virtual clock: sum of step durations + idle
-  void advance_to(double t_s);                        // idle until t_s (never moves backwards)
+  double now_s() const { return now_s_; }                // virtual clock: sum of step durations + idle
+  void advance_to(double t_s);                           // idle until t_s (never moves backwards)
   const StepCost& total_cost() const { return total_; }  // summed over all executed steps
   int64_t n_steps() const { return n_steps_; }
 

@@ -23,10 +23,9 @@ void GluMlp::validate(const char* what) const {
   check_weight(gate, what);
   check_weight(up, what);
   check_weight(down, what);
-  DS_CHECK(up.rows == gate.rows && up.cols == gate.cols && down.rows == gate.cols &&
-               down.cols == gate.rows,
-           "{}: inconsistent MLP shapes gate [{}, {}] up [{}, {}] down [{}, {}]", what, gate.rows,
-           gate.cols, up.rows, up.cols, down.rows, down.cols);
+  DS_CHECK(up.rows == gate.rows && up.cols == gate.cols && down.rows == gate.cols && down.cols == gate.rows,
+           "{}: inconsistent MLP shapes gate [{}, {}] up [{}, {}] down [{}, {}]", what, gate.rows, gate.cols,
+           up.rows, up.cols, down.rows, down.cols);
 }
 
 void GluMlp::forward(const float* x, int64_t T, float* y, bool accumulate) const {

@@ -98,9 +98,9 @@ void project_full_or_low_rank(const WeightView& full, const WeightView& a, const
 }  // namespace
 
 void KdaOutputGate::validate(int64_t hidden, int64_t p) const {
-  check_full_or_low_rank(g_proj, g_a, g_b, p, hidden,
-                         {"kda output gate: both g_proj and g_a/g_b set", "kda g_proj", "kda g_a_proj",
-                          "kda g_b_proj"});
+  check_full_or_low_rank(
+      g_proj, g_a, g_b, p, hidden,
+      {"kda output gate: both g_proj and g_a/g_b set", "kda g_proj", "kda g_a_proj", "kda g_b_proj"});
 }
 
 void KdaOutputGate::logits(const float* x, int64_t T, float* r) const {

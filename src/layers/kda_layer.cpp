@@ -18,8 +18,8 @@ constexpr float kQkL2Eps = 1e-6f;  // fla l2norm eps (model-spec §3.1 step 4)
 
 // The conv window after `p` tokens of a piece: the last W-1 pre-conv inputs, taken from the
 // piece rows (pre f32 [n, P] per projection) or, before the piece, from the initial window.
-void conv_window_at(const float* initial, const float* const pre[3], int64_t P, int64_t w,
-                    int64_t p, float* out) {
+void conv_window_at(const float* initial, const float* const pre[3], int64_t P, int64_t w, int64_t p,
+                    float* out) {
   for (int i = 0; i < 3; ++i)
     for (int64_t c = 0; c < P; ++c)
       for (int64_t j = 0; j < w; ++j) {
@@ -35,11 +35,11 @@ KdaLayer::KdaLayer(const KdaConfig& cfg, float rms_norm_eps, int64_t hidden, Kda
     : cfg_(cfg), rms_eps_(rms_norm_eps), hidden_(hidden), p_(std::move(params)), opt_(opt) {
   const int64_t H = cfg_.n_head, K = cfg_.head_dim, P = H * K, W = cfg_.conv_kernel;
   for (const WeightView* w : {&p_.q_proj, &p_.k_proj, &p_.v_proj})
-    DS_CHECK(w->rows == P && w->cols == hidden_, "kda q/k/v proj is [{}, {}], expected [{}, {}]",
-             w->rows, w->cols, P, hidden_);
+    DS_CHECK(w->rows == P && w->cols == hidden_, "kda q/k/v proj is [{}, {}], expected [{}, {}]", w->rows,
+             w->cols, P, hidden_);
   DS_CHECK(p_.f_b.rows == P && p_.f_b.cols == p_.f_a.rows && p_.f_a.cols == hidden_,
-           "kda forget gate f_a [{}, {}] f_b [{}, {}] inconsistent with P {} D {}", p_.f_a.rows,
-           p_.f_a.cols, p_.f_b.rows, p_.f_b.cols, P, hidden_);
+           "kda forget gate f_a [{}, {}] f_b [{}, {}] inconsistent with P {} D {}", p_.f_a.rows, p_.f_a.cols,
+           p_.f_b.rows, p_.f_b.cols, P, hidden_);
   if (cfg_.full_rank_output_gate)  // K3: g_proj [P, D] (model-spec §3.4)
     KdaOutputGate{p_.g_proj, {}, {}}.validate(hidden_, P);
   else
@@ -65,8 +65,8 @@ void KdaLayer::decay_gate(const float* f, int64_t T, float* g) const {
                  p_.dt_bias.data(), g);
 }
 
-void KdaLayer::forward(const LayerBatch& batch, std::span<const KdaSeqIO> io, const float* x,
-                       float* y, KdaTrace* trace) const {
+void KdaLayer::forward(const LayerBatch& batch, std::span<const KdaSeqIO> io, const float* x, float* y,
+                       KdaTrace* trace) const {
   const int64_t T = batch.n_tokens(), H = cfg_.n_head, K = cfg_.head_dim, P = H * K;
   const int64_t W = cfg_.conv_kernel, w = W - 1;
   DS_CHECK(int64_t(io.size()) == batch.n_seq(), "kda layer: {} states for {} sequences", io.size(),
@@ -76,13 +76,13 @@ void KdaLayer::forward(const LayerBatch& batch, std::span<const KdaSeqIO> io, co
     DS_CHECK(sio.state != nullptr, "kda layer: sequence {} has no state", s);
     const KdaState& st = *sio.state;
     DS_CHECK(st.n_head == H && st.head_dim == K && st.conv_window == w,
-             "kda layer: state shape H {} K {} window {} does not match layer H {} K {} window {}",
-             st.n_head, st.head_dim, st.conv_window, H, K, w);
+             "kda layer: state shape H {} K {} window {} does not match layer H {} K {} window {}", st.n_head,
+             st.head_dim, st.conv_window, H, K, w);
     DS_CHECK(sio.emit_after.empty() || sio.emitted, "kda layer: checkpoints requested without an output");
     int64_t prev = 0;
     for (int64_t p : sio.emit_after) {
-      DS_CHECK(p > prev && p <= batch.len(s), "kda checkpoint offset {} not in ({}, {}] (ascending)", p,
-               prev, batch.len(s));
+      DS_CHECK(p > prev && p <= batch.len(s), "kda checkpoint offset {} not in ({}, {}] (ascending)", p, prev,
+               batch.len(s));
       prev = p;
     }
   }
@@ -94,7 +94,8 @@ void KdaLayer::forward(const LayerBatch& batch, std::span<const KdaSeqIO> io, co
   linear(x, T, p_.k_proj, pre.data() + TP);
   linear(x, T, p_.v_proj, pre.data() + 2 * TP);
   std::vector<float> initial_conv;  // f32 [n_seq, 3, P, w], only when checkpoints are emitted
-  const bool any_emit = std::any_of(io.begin(), io.end(), [](const KdaSeqIO& s) { return !s.emit_after.empty(); });
+  const bool any_emit =
+      std::any_of(io.begin(), io.end(), [](const KdaSeqIO& s) { return !s.emit_after.empty(); });
   if (any_emit) initial_conv.resize(size_t(batch.n_seq()) * 3 * P * w);
   for (int s = 0; s < batch.n_seq(); ++s) {
     KdaState& st = *io[size_t(s)].state;
@@ -145,9 +146,8 @@ void KdaLayer::forward(const LayerBatch& batch, std::span<const KdaSeqIO> io, co
 
 // KDA core per sequence. Checkpoints at offsets the chunked kernel can emit (chunk multiples or
 // the piece end) use its boundary emission; any other offset splits the piece there.
-void KdaLayer::run_core(const LayerBatch& batch, std::span<const KdaSeqIO> io, const float* q,
-                        const float* k, const float* v, const float* g, const float* beta,
-                        float* o) const {
+void KdaLayer::run_core(const LayerBatch& batch, std::span<const KdaSeqIO> io, const float* q, const float* k,
+                        const float* v, const float* g, const float* beta, float* o) const {
   const int64_t H = cfg_.n_head, K = cfg_.head_dim, P = H * K;
   const float scale = 1.0f / std::sqrt(float(K));
   for (int s = 0; s < batch.n_seq(); ++s) {
@@ -186,13 +186,15 @@ void KdaLayer::run_core(const LayerBatch& batch, std::span<const KdaSeqIO> io, c
       for (KdaState& x : out) out_ptr.push_back(x.S.data());
       const KdaDims d{len, H, K, K};
       const int64_t r0 = b + seg0;
-      const KdaTensors t{q + r0 * P, k + r0 * P, v + r0 * P, g + r0 * P, beta + r0 * H, st.S.data(), o + r0 * P};
+      const KdaTensors t{q + r0 * P,    k + r0 * P,  v + r0 * P, g + r0 * P,
+                         beta + r0 * H, st.S.data(), o + r0 * P};
       if (len <= opt_.recurrent_max_tokens) {
         int64_t done = 0;  // recurrent: run up to each requested offset, then copy S
         for (size_t i = 0; i <= emit_rel.size(); ++i) {
           const int64_t upto = i < emit_rel.size() ? emit_rel[i] : len;
           const int64_t a = r0 + done;
-          const KdaTensors ts{q + a * P, k + a * P, v + a * P, g + a * P, beta + a * H, st.S.data(), o + a * P};
+          const KdaTensors ts{q + a * P,    k + a * P,   v + a * P, g + a * P,
+                              beta + a * H, st.S.data(), o + a * P};
           if (upto > done) kda_recurrent(KdaDims{upto - done, H, K, K}, ts, scale);
           if (i < emit_rel.size()) out[i].S = st.S;
           done = upto;

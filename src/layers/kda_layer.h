@@ -16,28 +16,28 @@
 namespace ds {
 
 struct KdaParams {
-  WeightView q_proj, k_proj, v_proj;  // [P, D] each, P = H*K
-  WeightView f_a, f_b;                // [r, D], [P, r]  forget-gate low rank
-  WeightView b_proj;                  // [H, D]          beta logits
-  WeightView g_a, g_b;                // [r, D], [P, r]  output-gate low rank
-  WeightView o_proj;                  // [D, P]
+  WeightView q_proj, k_proj, v_proj;          // [P, D] each, P = H*K
+  WeightView f_a, f_b;                        // [r, D], [P, r]  forget-gate low rank
+  WeightView b_proj;                          // [H, D]          beta logits
+  WeightView g_a, g_b;                        // [r, D], [P, r]  output-gate low rank
+  WeightView o_proj;                          // [D, P]
   std::vector<float> conv_q, conv_k, conv_v;  // f32 [P, W] depthwise taps (tap W-1 = current)
-  std::vector<float> a_log;           // f32 [H]
-  std::vector<float> dt_bias;         // f32 [P]
-  std::vector<float> o_norm;          // f32 [K] shared by all heads
-  WeightView g_proj;                  // [P, D] full-rank output gate (K3 use_full_rank_gate), else unset
+  std::vector<float> a_log;                   // f32 [H]
+  std::vector<float> dt_bias;                 // f32 [P]
+  std::vector<float> o_norm;                  // f32 [K] shared by all heads
+  WeightView g_proj;  // [P, D] full-rank output gate (K3 use_full_rank_gate), else unset
 };
 
 // Options that change the schedule, never the math (up to f32 rounding).
 struct KdaRunOptions {
-  int64_t chunk = 64;              // chunked-KDA chunk size
+  int64_t chunk = 64;                // chunked-KDA chunk size
   int64_t recurrent_max_tokens = 1;  // pieces this short use the recurrent kernel
 };
 
 // Per sequence: its state and where to copy the state out (offsets in (0, n_new], ascending).
 struct KdaSeqIO {
   KdaState* state = nullptr;
-  std::span<const int64_t> emit_after;   // token offsets within this piece
+  std::span<const int64_t> emit_after;       // token offsets within this piece
   std::vector<KdaState>* emitted = nullptr;  // receives one KdaState per emit_after entry
 };
 
@@ -61,8 +61,8 @@ class KdaLayer {
 
  private:
   void decay_gate(const float* f, int64_t T, float* g) const;  // f -> g in place-safe
-  void run_core(const LayerBatch& batch, std::span<const KdaSeqIO> io, const float* q,
-                const float* k, const float* v, const float* g, const float* beta, float* o) const;
+  void run_core(const LayerBatch& batch, std::span<const KdaSeqIO> io, const float* q, const float* k,
+                const float* v, const float* g, const float* beta, float* o) const;
 
   KdaConfig cfg_;
   float rms_eps_;

@@ -9,9 +9,9 @@
 namespace ds {
 
 struct MlaCache {
-  int latent_dim = 0;          // kv_lora_rank + qk_rope_head_dim
-  int64_t n_tokens = 0;        // cached positions
-  std::vector<float> latent;   // f32 [n_tokens, latent_dim]
+  int latent_dim = 0;         // kv_lora_rank + qk_rope_head_dim
+  int64_t n_tokens = 0;       // cached positions
+  std::vector<float> latent;  // f32 [n_tokens, latent_dim]
 
   void init(int latent_dim_) {
     latent_dim = latent_dim_;

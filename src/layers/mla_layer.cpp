@@ -4,9 +4,9 @@
 #include <cmath>
 
 #include "core/check.h"
+#include "kernels/cpu/attention.h"
 #include "kernels/cpu/linear.h"
 #include "kernels/cpu/norm.h"
-#include "kernels/cpu/attention.h"
 #include "kernels/cpu/softmax.h"
 #include "layers/k3_gates.h"
 
@@ -35,8 +35,8 @@ MlaLayer::MlaLayer(const MlaConfig& cfg, int64_t hidden, MlaParams params)
              "mla q_a [{}, {}] / q_b [{}, {}] / q_a_layernorm {} inconsistent with q_lora_rank {}",
              p_.q_a.rows, p_.q_a.cols, p_.q_b.rows, p_.q_b.cols, p_.q_a_norm.size(), rq);
   }
-  DS_CHECK(p_.kv_a.rows == L && p_.kv_a.cols == hidden_, "mla kv_a_proj_with_mqa is [{}, {}], expected [{}, {}]",
-           p_.kv_a.rows, p_.kv_a.cols, L, hidden_);
+  DS_CHECK(p_.kv_a.rows == L && p_.kv_a.cols == hidden_,
+           "mla kv_a_proj_with_mqa is [{}, {}], expected [{}, {}]", p_.kv_a.rows, p_.kv_a.cols, L, hidden_);
   DS_CHECK(int64_t(p_.kv_a_norm.size()) == R, "mla kv_a_layernorm has {} values, expected {}",
            p_.kv_a_norm.size(), R);
   DS_CHECK(p_.kv_b.rows == H * (dn + dv) && p_.kv_b.cols == R, "mla kv_b_proj is [{}, {}], expected [{}, {}]",
@@ -61,12 +61,12 @@ void MlaLayer::project_q(const float* x, int64_t T, float* q) const {
   linear(qa.data(), T, p_.q_b, q);
 }
 
-void MlaLayer::forward(const LayerBatch& batch, std::span<MlaCache* const> caches, const float* x,
-                       float* y, MlaAttnMode mode) const {
+void MlaLayer::forward(const LayerBatch& batch, std::span<MlaCache* const> caches, const float* x, float* y,
+                       MlaAttnMode mode) const {
   const int64_t T = batch.n_tokens(), H = cfg_.n_head, dq = cfg_.qk_head_dim();
   const int64_t dv = cfg_.v_head_dim, R = cfg_.kv_lora_rank, L = cfg_.latent_dim();
-  DS_CHECK(int64_t(caches.size()) == batch.n_seq(), "mla layer: {} caches for {} sequences",
-           caches.size(), batch.n_seq());
+  DS_CHECK(int64_t(caches.size()) == batch.n_seq(), "mla layer: {} caches for {} sequences", caches.size(),
+           batch.n_seq());
   if (T == 0) return;
   std::vector<float> q(size_t(T * H * dq)), kv(size_t(T * L)), o(size_t(T * H * dv));
   project_q(x, T, q.data());

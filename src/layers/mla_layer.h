@@ -15,14 +15,14 @@
 namespace ds {
 
 struct MlaParams {
-  WeightView q_proj;                // [H*dq, D] (q_lora_rank == 0)
-  WeightView q_a, q_b;              // [r_q, D], [H*dq, r_q] (q_lora_rank > 0, K3)
-  std::vector<float> q_a_norm;      // f32 [r_q]
-  WeightView kv_a;                  // [kv_lora + rope, D] kv_a_proj_with_mqa
-  std::vector<float> kv_a_norm;     // f32 [kv_lora] kv_a_layernorm
-  WeightView kv_b;                  // [H*(nope + v), kv_lora] per head rows: W_UK then W_UV
-  WeightView o_proj;                // [D, H*v]
-  WeightView g_proj;                // [H*v, D] sigmoid output gate (K3 mla_use_output_gate), else unset
+  WeightView q_proj;             // [H*dq, D] (q_lora_rank == 0)
+  WeightView q_a, q_b;           // [r_q, D], [H*dq, r_q] (q_lora_rank > 0, K3)
+  std::vector<float> q_a_norm;   // f32 [r_q]
+  WeightView kv_a;               // [kv_lora + rope, D] kv_a_proj_with_mqa
+  std::vector<float> kv_a_norm;  // f32 [kv_lora] kv_a_layernorm
+  WeightView kv_b;               // [H*(nope + v), kv_lora] per head rows: W_UK then W_UV
+  WeightView o_proj;             // [D, H*v]
+  WeightView g_proj;             // [H*v, D] sigmoid output gate (K3 mla_use_output_gate), else unset
 };
 
 enum class MlaAttnMode : uint8_t {

@@ -12,10 +12,8 @@ namespace ds {
 MoeLayer::MoeLayer(const MoeConfig& cfg, MoeParams params) : cfg_(cfg), p_(std::move(params)) {
   const int64_t E = cfg_.n_expert;
   check_weight(p_.router, "moe router");
-  DS_CHECK(p_.router.rows == E, "moe router has {} rows, expected num_experts {}", p_.router.rows,
-           E);
-  DS_CHECK(int64_t(p_.experts.size()) == E, "moe has {} experts, expected {}", p_.experts.size(),
-           E);
+  DS_CHECK(p_.router.rows == E, "moe router has {} rows, expected num_experts {}", p_.router.rows, E);
+  DS_CHECK(int64_t(p_.experts.size()) == E, "moe has {} experts, expected {}", p_.experts.size(), E);
   DS_CHECK(p_.correction_bias.empty() || int64_t(p_.correction_bias.size()) == E,
            "e_score_correction_bias has {} values, expected {}", p_.correction_bias.size(), E);
   DS_CHECK(cfg_.n_expert_per_token >= 1 && cfg_.n_expert_per_token <= E,
@@ -48,8 +46,7 @@ void MoeLayer::forward(const float* x, int64_t T, float* y) const {
     const int64_t n = int64_t(rows.size());
     xg.resize(size_t(n * D));
     yg.resize(size_t(n * D));
-    for (int64_t i = 0; i < n; ++i)
-      std::copy_n(x + rows[size_t(i)].first * D, D, xg.data() + i * D);
+    for (int64_t i = 0; i < n; ++i) std::copy_n(x + rows[size_t(i)].first * D, D, xg.data() + i * D);
     p_.experts[size_t(e)].forward(xg.data(), n, yg.data());
     for (int64_t i = 0; i < n; ++i) {
       float* dst = y + rows[size_t(i)].first * D;

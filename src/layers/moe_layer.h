@@ -13,12 +13,11 @@
 namespace ds {
 
 struct MoeParams {
-  WeightView router;                    // [E, D] gate.weight
-  std::vector<float> correction_bias;   // f32 [E] e_score_correction_bias (empty = none)
-  std::vector<GluMlp> experts;          // [E] w1 = gate, w3 = up, w2 = down
-  GluMlp shared;                        // shared_experts (gate.rows == 0: none)
+  WeightView router;                   // [E, D] gate.weight
+  std::vector<float> correction_bias;  // f32 [E] e_score_correction_bias (empty = none)
+  std::vector<GluMlp> experts;         // [E] w1 = gate, w3 = up, w2 = down
+  GluMlp shared;                       // shared_experts (gate.rows == 0: none)
 };
-
 
 class MoeLayer {
  public:

@@ -12,7 +12,7 @@ class ProgressBar {
  public:
   // enabled: draw at all (the caller may force it off); drawing also requires isatty(stderr).
   ProgressBar(int64_t total, std::string label, bool enabled = true);
-  ~ProgressBar();  // finishes the line if anything was drawn
+  ~ProgressBar();                              // finishes the line if anything was drawn
   void advance(const std::string& what = "");  // one unit done; redraws
   bool drawing() const { return drawing_; }
 

@@ -21,12 +21,12 @@ namespace {
 struct Lane {
   int session = -1;
   size_t next_turn = 0;
-  uint64_t salt = 0;       // 0 for a session's first use; replays of a session get fresh tokens
+  uint64_t salt = 0;  // 0 for a session's first use; replays of a session get fresh tokens
   bool warmup_next = false;
 };
 
 struct InFlight {
-  int lane = -1;           // -1: open loop
+  int lane = -1;  // -1: open loop
   bool warmup = false;
   double send_s = 0;
   double first_token_s = -1;
@@ -35,9 +35,9 @@ struct InFlight {
 
 struct Arrival {
   double t_s;
-  int64_t order;           // tie-break: deterministic
-  int lane;                // closed loop lane, or -1
-  int session;             // open loop: the turn to send
+  int64_t order;  // tie-break: deterministic
+  int lane;       // closed loop lane, or -1
+  int session;    // open loop: the turn to send
   size_t turn;
   bool operator>(const Arrival& o) const { return t_s != o.t_s ? t_s > o.t_s : order > o.order; }
 };
@@ -50,8 +50,13 @@ struct Sample {  // one measured, completed request
 class ReplayRun {
  public:
   ReplayRun(const Trace& trace, const CostModel& cost, const ReplayConfig& cfg)
-      : trace_(trace), cfg_(cfg), cache_(cfg.cache), sched_(cfg.scheduler, cache_),
-        exec_(cost, cfg.executor), oracle_(cfg.cache.page_tokens), rng_(cfg.seed) {}
+      : trace_(trace),
+        cfg_(cfg),
+        cache_(cfg.cache),
+        sched_(cfg.scheduler, cache_),
+        exec_(cost, cfg.executor),
+        oracle_(cfg.cache.page_tokens),
+        rng_(cfg.seed) {}
 
   RunMetrics run();
 
@@ -105,8 +110,7 @@ void ReplayRun::start_closed_loop() {
     lane.salt = session_cursor_ / session_order_.size();  // > 0 when sessions are reused
     ++session_cursor_;
     const auto& turns = trace_.sessions[static_cast<size_t>(lane.session)].turns;
-    lane.next_turn = cfg_.warmup ? static_cast<size_t>(start(rng_) * static_cast<double>(turns.size()))
-                                 : 0;
+    lane.next_turn = cfg_.warmup ? static_cast<size_t>(start(rng_) * static_cast<double>(turns.size())) : 0;
     lane.next_turn = std::min(lane.next_turn, turns.size() - 1);
     lane.warmup_next = cfg_.warmup;
     arrivals_.push({0.0, order_++, static_cast<int>(l), lane.session, lane.next_turn});
@@ -138,8 +142,8 @@ void ReplayRun::send_turn(const Arrival& a) {
     for (int32_t& t : req.tokens) t = static_cast<int32_t>((static_cast<uint64_t>(t) ^ k) & 0x7fffffff);
   }
   req.max_output_tokens = std::max<int64_t>(turn.n_output_tokens, 1);
-  InFlight info{.lane = a.lane, .warmup = warmup, .send_s = exec_.now_s(), .first_token_s = -1,
-                .oracle_hit_tokens = 0};
+  InFlight info{
+      .lane = a.lane, .warmup = warmup, .send_s = exec_.now_s(), .first_token_s = -1, .oracle_hit_tokens = 0};
   info.oracle_hit_tokens = oracle_.observe(req.tokens);
   ++n_sent_;
   if (warmup) ++n_warmup_, ++n_warmup_open_;
@@ -200,9 +204,9 @@ void ReplayRun::handle(StepEvents& events) {
       double tpot = req.n_output_tokens > 1
                         ? (now - info.first_token_s) / static_cast<double>(req.n_output_tokens - 1)
                         : -1;
-      samples_.push_back({req.n_prompt_tokens, req.n_hit_tokens, req.n_kv_hit_tokens,
-                          req.n_host_hit_tokens, info.oracle_hit_tokens, req.n_output_tokens,
-                          info.first_token_s - info.send_s, tpot});
+      samples_.push_back({req.n_prompt_tokens, req.n_hit_tokens, req.n_kv_hit_tokens, req.n_host_hit_tokens,
+                          info.oracle_hit_tokens, req.n_output_tokens, info.first_token_s - info.send_s,
+                          tpot});
     }
     if (info.lane >= 0) lane_done(info.lane);
   }
@@ -255,8 +259,7 @@ RunMetrics ReplayRun::metrics() const {
   m.concurrency = trace_.closed_loop ? cfg_.concurrency : 0;
   m.retention = cfg_.cache.retention;
   m.eviction = cfg_.cache.eviction;
-  for (size_t i = 0; i < cfg_.cache.tiers.size(); ++i)
-    m.tiers += (i ? "," : "") + cfg_.cache.tiers[i].name;
+  for (size_t i = 0; i < cfg_.cache.tiers.size(); ++i) m.tiers += (i ? "," : "") + cfg_.cache.tiers[i].name;
   m.gpus = cfg_.gpus;
   m.kv_budget_tokens = cfg_.kv_budget_tokens;
   std::vector<double> ttft, tpot;
@@ -275,8 +278,7 @@ RunMetrics ReplayRun::metrics() const {
   m.theoretical_hit_rate = static_cast<double>(m.n_theoretical_hit_tokens) / denom;
   m.realized_hit_rate = static_cast<double>(m.n_hit_tokens) / denom;
   m.kv_reachable_rate = static_cast<double>(m.n_kv_reachable_tokens) / denom;
-  m.hit_rate_by_tier[cfg_.cache.tiers.at(0).name] =
-      static_cast<double>(m.n_hit_tokens - n_host) / denom;
+  m.hit_rate_by_tier[cfg_.cache.tiers.at(0).name] = static_cast<double>(m.n_hit_tokens - n_host) / denom;
   if (cfg_.cache.tiers.size() > 1)
     m.hit_rate_by_tier[cfg_.cache.tiers[1].name] = static_cast<double>(n_host) / denom;
   m.ttft_p50_s = percentile(ttft, 50);

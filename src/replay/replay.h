@@ -21,18 +21,18 @@
 namespace ds {
 
 struct ReplayConfig {
-  std::string label = "hbm";      // name of the cache configuration in reports
-  int concurrency = 1;            // closed loop: number of lanes (>= 1); ignored open loop
-  uint64_t seed = 1;              // session order, lane start points, fake tokens
-  double duration_s = 0;          // virtual seconds; the run stops there. 0 = until the trace ends:
-                                  // each session is used once (else lanes wrap around, re-salted)
-  double max_think_s = 10;        // cap on a turn's think time (AgentX idle-gap cap)
-  bool warmup = true;             // closed loop: lanes start mid-session with one warm-up request
-  double start_frac_lo = 0.25;    // lane start point: uniform fraction of its session's turns
+  std::string label = "hbm";    // name of the cache configuration in reports
+  int concurrency = 1;          // closed loop: number of lanes (>= 1); ignored open loop
+  uint64_t seed = 1;            // session order, lane start points, fake tokens
+  double duration_s = 0;        // virtual seconds; the run stops there. 0 = until the trace ends:
+                                // each session is used once (else lanes wrap around, re-salted)
+  double max_think_s = 10;      // cap on a turn's think time (AgentX idle-gap cap)
+  bool warmup = true;           // closed loop: lanes start mid-session with one warm-up request
+  double start_frac_lo = 0.25;  // lane start point: uniform fraction of its session's turns
   double start_frac_hi = 0.75;
-  int64_t max_requests = 0;       // stop sending after this many requests (0 = no limit)
-  int gpus = 8;                   // for per-GPU throughput
-  int64_t kv_budget_tokens = 0;   // reported only (the cache config holds the bytes)
+  int64_t max_requests = 0;      // stop sending after this many requests (0 = no limit)
+  int gpus = 8;                  // for per-GPU throughput
+  int64_t kv_budget_tokens = 0;  // reported only (the cache config holds the bytes)
   SchedulerConfig scheduler;
   CacheConfig cache;
   SimExecutorConfig executor;

@@ -9,15 +9,16 @@ namespace ds {
 std::vector<CacheVariant> default_variants() {
   return {
       CacheVariant{.label = "hbm", .retention = "interval:32768", .eviction = "leaf-lru", .tiers = {"hbm"}},
-      CacheVariant{.label = "hbm+dram", .retention = "interval:32768", .eviction = "leaf-lru",
+      CacheVariant{.label = "hbm+dram",
+                   .retention = "interval:32768",
+                   .eviction = "leaf-lru",
                    .tiers = {"hbm", "dram"}},
       CacheVariant{.label = "semantic", .retention = "semantic", .eviction = "leaf-lru", .tiers = {"hbm"}},
   };
 }
 
 CacheConfig make_cache_config(const ReplaySetup& setup, const CacheVariant& variant,
-                              const ModelProfile& model, const HardwareProfile& hw,
-                              const MemoryPlan& plan) {
+                              const ModelProfile& model, const HardwareProfile& hw, const MemoryPlan& plan) {
   CacheConfig c;
   const int tp = setup.gpus;
   c.sizes.kv_bytes_per_token = plan.kv_bytes_per_token;
@@ -31,21 +32,22 @@ CacheConfig make_cache_config(const ReplaySetup& setup, const CacheVariant& vari
   DS_CHECK(!variant.tiers.empty() && variant.tiers.front() == "hbm",
            "replay: tiers must start with 'hbm' (then optionally 'dram'), got '{}'",
            variant.tiers.empty() ? std::string() : variant.tiers.front());
-  int64_t device_bytes = setup.kv_budget_tokens > 0
-                             ? setup.kv_budget_tokens * plan.kv_bytes_per_token
-                             : static_cast<int64_t>(plan.cache_bytes);
+  int64_t device_bytes = setup.kv_budget_tokens > 0 ? setup.kv_budget_tokens * plan.kv_bytes_per_token
+                                                    : static_cast<int64_t>(plan.cache_bytes);
   double hbm_bw = hw.hbm_bw_bytes_s * hw.memory_efficiency;
-  c.tiers.push_back(CacheTier{.name = "hbm", .capacity_bytes = device_bytes,
-                              .read_bw_bytes_per_s = hbm_bw, .write_bw_bytes_per_s = hbm_bw});
+  c.tiers.push_back(CacheTier{.name = "hbm",
+                              .capacity_bytes = device_bytes,
+                              .read_bw_bytes_per_s = hbm_bw,
+                              .write_bw_bytes_per_s = hbm_bw});
   for (size_t i = 1; i < variant.tiers.size(); ++i) {
     DS_CHECK(variant.tiers[i] == "dram" && i == 1,
              "replay: unknown or repeated tier '{}' (supported: hbm, hbm,dram)", variant.tiers[i]);
     double link = hw.host_link_bw_bytes_s * hw.host_link_efficiency;
-    c.tiers.push_back(CacheTier{
-        .name = "dram",
-        .capacity_bytes = static_cast<int64_t>(plan.host_dram_bytes * setup.host_cache_fraction),
-        .read_bw_bytes_per_s = link,
-        .write_bw_bytes_per_s = link});
+    c.tiers.push_back(
+        CacheTier{.name = "dram",
+                  .capacity_bytes = static_cast<int64_t>(plan.host_dram_bytes * setup.host_cache_fraction),
+                  .read_bw_bytes_per_s = link,
+                  .write_bw_bytes_per_s = link});
   }
   c.validate();
   return c;
@@ -67,8 +69,8 @@ PreparedSweep prepare_sweep(const ReplaySetup& setup) {
   po.max_batched_tokens = setup.max_step_tokens;
   sw.plan = make_plan(sw.model, sw.hardware, po);
   DS_CHECK(sw.plan.fits || setup.kv_budget_tokens > 0,
-           "replay: model '{}' does not fit on {} x {} (no KV budget left); try more --gpus",
-           setup.model, setup.gpus, setup.hardware);
+           "replay: model '{}' does not fit on {} x {} (no KV budget left); try more --gpus", setup.model,
+           setup.gpus, setup.hardware);
   CostOptions co;
   co.tp = setup.gpus;
   co.kv_dtype_bytes = setup.kv_dtype_bytes;
@@ -85,8 +87,8 @@ PreparedSweep prepare_sweep(const ReplaySetup& setup) {
       rc.duration_s = setup.duration_s;
       rc.gpus = setup.gpus;
       rc.kv_budget_tokens = cache.tiers[0].capacity_bytes / cache.sizes.kv_bytes_per_token;
-      rc.scheduler = SchedulerConfig{.max_step_tokens = setup.max_step_tokens,
-                                     .max_running = setup.max_running};
+      rc.scheduler =
+          SchedulerConfig{.max_step_tokens = setup.max_step_tokens, .max_running = setup.max_running};
       rc.cache = cache;
       rc.executor.seed = setup.seed;
       sw.configs.push_back(std::move(rc));

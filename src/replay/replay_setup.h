@@ -18,24 +18,24 @@
 namespace ds {
 
 struct CacheVariant {
-  std::string label;                      // column name in reports
+  std::string label;  // column name in reports
   std::string retention = "interval:32768";
   std::string eviction = "leaf-lru";
   std::vector<std::string> tiers = {"hbm"};  // "hbm" then optionally "dram"
 };
 
 struct ReplaySetup {
-  std::string model = "kimi-k3";          // profile name or config.json path
-  std::string hardware = "b300";          // profile name or JSON path
-  int gpus = 8;                           // one TP group
-  int kv_dtype_bytes = 1;                 // fp8 MLA latent cache
+  std::string model = "kimi-k3";  // profile name or config.json path
+  std::string hardware = "b300";  // profile name or JSON path
+  int gpus = 8;                   // one TP group
+  int kv_dtype_bytes = 1;         // fp8 MLA latent cache
   std::vector<int> concurrency = {1, 2, 4, 8, 16, 24, 32};
-  std::vector<CacheVariant> variants;     // empty = default_variants()
-  int64_t kv_budget_tokens = 0;           // device tier in MLA-KV tokens; 0 = the planner's budget
-  double host_cache_fraction = 0.5;       // share of the per-GPU host DRAM given to the dram tier
+  std::vector<CacheVariant> variants;  // empty = default_variants()
+  int64_t kv_budget_tokens = 0;        // device tier in MLA-KV tokens; 0 = the planner's budget
+  double host_cache_fraction = 0.5;    // share of the per-GPU host DRAM given to the dram tier
   uint64_t seed = 1;
-  double duration_s = 600;                // virtual seconds per run
-  int64_t max_step_tokens = 8192;         // scheduler token budget per step
+  double duration_s = 600;         // virtual seconds per run
+  int64_t max_step_tokens = 8192;  // scheduler token budget per step
   int max_running = 256;
 };
 
@@ -47,7 +47,7 @@ struct PreparedSweep {
   HardwareProfile hardware;
   MemoryPlan plan;
   std::unique_ptr<CostModel> cost;
-  std::vector<ReplayConfig> configs;      // variant-major, then concurrency
+  std::vector<ReplayConfig> configs;  // variant-major, then concurrency
 };
 
 // Loads the profiles, plans memory and builds one ReplayConfig per (variant, concurrency).
@@ -56,7 +56,6 @@ PreparedSweep prepare_sweep(const ReplaySetup& setup);
 
 // The CacheConfig of one variant (exposed for tests).
 CacheConfig make_cache_config(const ReplaySetup& setup, const CacheVariant& variant,
-                              const ModelProfile& model, const HardwareProfile& hw,
-                              const MemoryPlan& plan);
+                              const ModelProfile& model, const HardwareProfile& hw, const MemoryPlan& plan);
 
 }  // namespace ds

@@ -52,7 +52,9 @@ nlohmann::ordered_json run_json(const RunMetrics& r) {
   return j;
 }
 
-std::string pct(double rate) { return fmt::format("{:.1f}", 100.0 * rate); }
+std::string pct(double rate) {
+  return fmt::format("{:.1f}", 100.0 * rate);
+}
 
 std::vector<std::string> labels_in_order(const std::vector<RunMetrics>& runs) {
   std::vector<std::string> labels;
@@ -90,18 +92,18 @@ std::string runs_csv(const std::vector<RunMetrics>& runs) {
       "ttft_p99_s,tpot_p50_s,interactivity_tok_s,output_tok_s_per_gpu,elapsed_virtual_s,requests,"
       "output_tokens,steps,preemptions,checkpoints_created,checkpoints_evicted\n";
   for (const auto& r : runs) {
-    out += fmt::format("{},{},{},{},\"{}\",{},{},{:.6f},{:.6f},{:.6f}", r.label, r.concurrency,
-                       r.retention, r.eviction, r.tiers, r.gpus, r.kv_budget_tokens,
-                       r.theoretical_hit_rate, r.realized_hit_rate, r.kv_reachable_rate);
+    out += fmt::format("{},{},{},{},\"{}\",{},{},{:.6f},{:.6f},{:.6f}", r.label, r.concurrency, r.retention,
+                       r.eviction, r.tiers, r.gpus, r.kv_budget_tokens, r.theoretical_hit_rate,
+                       r.realized_hit_rate, r.kv_reachable_rate);
     for (const auto& t : tiers) {
       auto it = r.hit_rate_by_tier.find(t);
       out += fmt::format(",{:.6f}", it == r.hit_rate_by_tier.end() ? 0.0 : it->second);
     }
     out += fmt::format(",{},{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.3f},{:.3f},{:.3f},{},{},{},{},{},{}\n",
-                       r.n_prompt_tokens, r.n_hit_tokens, r.n_kv_reachable_tokens, r.ttft_p50_s,
-                       r.ttft_p90_s, r.ttft_p99_s, r.tpot_p50_s, r.interactivity_tok_s,
-                       r.output_tok_s_per_gpu, r.elapsed_virtual_s, r.n_requests, r.n_output_tokens,
-                       r.n_steps, r.n_preemptions, r.checkpoints_created, r.checkpoints_evicted);
+                       r.n_prompt_tokens, r.n_hit_tokens, r.n_kv_reachable_tokens, r.ttft_p50_s, r.ttft_p90_s,
+                       r.ttft_p99_s, r.tpot_p50_s, r.interactivity_tok_s, r.output_tok_s_per_gpu,
+                       r.elapsed_virtual_s, r.n_requests, r.n_output_tokens, r.n_steps, r.n_preemptions,
+                       r.checkpoints_created, r.checkpoints_evicted);
   }
   return out;
 }
@@ -110,8 +112,8 @@ std::string runs_table(const std::vector<RunMetrics>& runs) {
   std::string out = fmt::format(
       "{:<16} {:>4} {:>6} {:>6} {:>6} {:>6} {:>6} {:>8} {:>8} {:>8} {:>7} {:>8} {:>7} {:>6} {:>6} "
       "{:>5} {:>7}\n",
-      "config", "conc", "theo%", "hit%", "kv%", "hbm%", "host%", "ttft50", "ttft90", "ttft99",
-      "tpot50", "tok/s/g", "intact", "ckpt+", "ckpt-", "pre", "virt_s");
+      "config", "conc", "theo%", "hit%", "kv%", "hbm%", "host%", "ttft50", "ttft90", "ttft99", "tpot50",
+      "tok/s/g", "intact", "ckpt+", "ckpt-", "pre", "virt_s");
   for (const auto& r : runs) {
     double hbm = 0, host = 0;
     for (const auto& [t, rate] : r.hit_rate_by_tier) (t == "hbm" ? hbm : host) += rate;
@@ -119,9 +121,9 @@ std::string runs_table(const std::vector<RunMetrics>& runs) {
         "{:<16} {:>4} {:>6} {:>6} {:>6} {:>6} {:>6} {:>8.2f} {:>8.2f} {:>8.2f} {:>7.4f} {:>8.1f} "
         "{:>7.1f} {:>6} {:>6} {:>5} {:>7.0f}\n",
         r.label, r.concurrency, pct(r.theoretical_hit_rate), pct(r.realized_hit_rate),
-        pct(r.kv_reachable_rate), pct(hbm), pct(host), r.ttft_p50_s, r.ttft_p90_s, r.ttft_p99_s,
-        r.tpot_p50_s, r.output_tok_s_per_gpu, r.interactivity_tok_s, r.checkpoints_created,
-        r.checkpoints_evicted, r.n_preemptions, r.elapsed_virtual_s);
+        pct(r.kv_reachable_rate), pct(hbm), pct(host), r.ttft_p50_s, r.ttft_p90_s, r.ttft_p99_s, r.tpot_p50_s,
+        r.output_tok_s_per_gpu, r.interactivity_tok_s, r.checkpoints_created, r.checkpoints_evicted,
+        r.n_preemptions, r.elapsed_virtual_s);
   }
   return out;
 }
@@ -204,11 +206,10 @@ std::vector<std::string> write_reports(const std::vector<RunMetrics>& runs, cons
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   DS_CHECK(!ec, "cannot create output directory '{}': {}", dir, ec.message());
-  std::vector<std::pair<std::string, std::string>> files = {
-      {"replay.json", runs_json(runs)},
-      {"replay.csv", runs_csv(runs)},
-      {"hit_rate.svg", hit_rate_plot_svg(runs)},
-      {"throughput.svg", throughput_plot_svg(runs)}};
+  std::vector<std::pair<std::string, std::string>> files = {{"replay.json", runs_json(runs)},
+                                                            {"replay.csv", runs_csv(runs)},
+                                                            {"hit_rate.svg", hit_rate_plot_svg(runs)},
+                                                            {"throughput.svg", throughput_plot_svg(runs)}};
   std::vector<std::string> written;
   for (const auto& [name, text] : files) {
     auto path = std::filesystem::path(dir) / name;

@@ -12,36 +12,36 @@ namespace ds {
 
 struct RunMetrics {
   // What ran.
-  std::string label;                   // config name shown in tables ("hbm", "hbm+dram", ...)
-  int concurrency = 0;                 // closed loop: lanes; open loop: 0
-  std::string retention;               // e.g. "interval:32768"
-  std::string eviction;                // e.g. "leaf-lru"
-  std::string tiers;                   // e.g. "hbm" or "hbm,dram"
+  std::string label;      // config name shown in tables ("hbm", "hbm+dram", ...)
+  int concurrency = 0;    // closed loop: lanes; open loop: 0
+  std::string retention;  // e.g. "interval:32768"
+  std::string eviction;   // e.g. "leaf-lru"
+  std::string tiers;      // e.g. "hbm" or "hbm,dram"
   int gpus = 0;
-  int64_t kv_budget_tokens = 0;        // device tier budget in MLA-KV tokens
+  int64_t kv_budget_tokens = 0;  // device tier budget in MLA-KV tokens
 
   // Cache effectiveness over measured (non-warm-up) requests.
-  double theoretical_hit_rate = 0;     // infinite page-granular cache over the replayed stream
-  double realized_hit_rate = 0;        // restorable prefix tokens / prompt tokens
-  double kv_reachable_rate = 0;        // KV-reachable prefix tokens / prompt tokens (>= realized)
+  double theoretical_hit_rate = 0;                 // infinite page-granular cache over the replayed stream
+  double realized_hit_rate = 0;                    // restorable prefix tokens / prompt tokens
+  double kv_reachable_rate = 0;                    // KV-reachable prefix tokens / prompt tokens (>= realized)
   std::map<std::string, double> hit_rate_by_tier;  // tier name -> hit tokens / prompt tokens
   int64_t n_prompt_tokens = 0;
-  int64_t n_hit_tokens = 0;            // state-reachable (restorable) tokens
+  int64_t n_hit_tokens = 0;  // state-reachable (restorable) tokens
   int64_t n_kv_reachable_tokens = 0;
   int64_t n_theoretical_hit_tokens = 0;
 
   // Latency and throughput.
   double ttft_p50_s = 0, ttft_p90_s = 0, ttft_p99_s = 0;
   double tpot_p50_s = 0;
-  double interactivity_tok_s = 0;      // 1 / tpot_p50_s (per-user decode speed)
-  double output_tok_s_per_gpu = 0;     // measured output tokens / measured virtual time / gpus
-  double elapsed_virtual_s = 0;        // whole run incl. warm-up
+  double interactivity_tok_s = 0;   // 1 / tpot_p50_s (per-user decode speed)
+  double output_tok_s_per_gpu = 0;  // measured output tokens / measured virtual time / gpus
+  double elapsed_virtual_s = 0;     // whole run incl. warm-up
 
   // Work and memory.
-  int64_t n_requests = 0;              // measured requests completed
+  int64_t n_requests = 0;  // measured requests completed
   int64_t n_warmup_requests = 0;
-  int64_t n_rejected = 0;             // requests that could never fit in the cache
-  int64_t n_output_tokens = 0;         // measured
+  int64_t n_rejected = 0;       // requests that could never fit in the cache
+  int64_t n_output_tokens = 0;  // measured
   int64_t n_steps = 0;
   int64_t n_preemptions = 0;
   int64_t checkpoints_created = 0;

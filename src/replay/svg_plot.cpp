@@ -18,11 +18,20 @@ std::string escape(const std::string& s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -61,9 +70,9 @@ std::string tick_text(double v) {
 
 std::string axes(const LineChart& c, const Range& xr, const Range& yr) {
   const double pw = kWidth - kLeft - kRight, ph = kHeight - kTop - kBottom;
-  std::string out = fmt::format(
-      "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#333\"/>\n", kLeft,
-      kTop, pw, ph);
+  std::string out =
+      fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#333\"/>\n",
+                  kLeft, kTop, pw, ph);
   for (int i = 0; i <= 5; ++i) {  // y ticks + grid
     double v = yr.lo + (yr.hi - yr.lo) * i / 5.0;
     double py = kTop + ph - ph * i / 5.0;
@@ -87,8 +96,8 @@ std::string axes(const LineChart& c, const Range& xr, const Range& yr) {
       "<text x=\"{}\" y=\"{}\" font-size=\"12\" text-anchor=\"middle\">{}</text>\n"
       "<text x=\"16\" y=\"{}\" font-size=\"12\" text-anchor=\"middle\" "
       "transform=\"rotate(-90 16 {})\">{}</text>\n",
-      kLeft + pw / 2, escape(c.title), kLeft + pw / 2, kHeight - 18, escape(c.x_label),
-      kTop + ph / 2, kTop + ph / 2, escape(c.y_label));
+      kLeft + pw / 2, escape(c.title), kLeft + pw / 2, kHeight - 18, escape(c.x_label), kTop + ph / 2,
+      kTop + ph / 2, escape(c.y_label));
   return out;
 }
 
@@ -116,16 +125,15 @@ std::string render_svg(const LineChart& c) {
       if (!std::isfinite(x) || !std::isfinite(y) || (c.x_log2 && x <= 0)) continue;
       pts += fmt::format("{:.1f},{:.1f} ", px(x), py(y));
     }
-    out += fmt::format("<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"2\" points=\"{}\"/>\n",
-                       color, pts);
+    out +=
+        fmt::format("<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"2\" points=\"{}\"/>\n", color, pts);
     for (size_t pi = 0; pi < s.points.size(); ++pi) {
       auto [x, y] = s.points[pi];
       if (!std::isfinite(x) || !std::isfinite(y) || (c.x_log2 && x <= 0)) continue;
-      out += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3.5\" fill=\"{}\"/>", px(x), py(y),
-                         color);
+      out += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3.5\" fill=\"{}\"/>", px(x), py(y), color);
       if (pi < s.point_labels.size())
-        out += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"9\" fill=\"{}\">{}</text>",
-                           px(x) + 5, py(y) - 5, color, escape(s.point_labels[pi]));
+        out += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"9\" fill=\"{}\">{}</text>", px(x) + 5,
+                           py(y) - 5, color, escape(s.point_labels[pi]));
       out += "\n";
     }
     double ly = kTop + 14 + 18.0 * si;

@@ -19,9 +19,9 @@ struct LineChart {
   std::string title;
   std::string x_label;
   std::string y_label;
-  bool x_log2 = false;        // x must be > 0 when set
-  bool y_from_zero = true;    // y axis starts at 0 (else at the data minimum)
-  double y_max = 0;           // fixed y maximum when > 0 (e.g. 1 for rates)
+  bool x_log2 = false;      // x must be > 0 when set
+  bool y_from_zero = true;  // y axis starts at 0 (else at the data minimum)
+  double y_max = 0;         // fixed y maximum when > 0 (e.g. 1 for rates)
   std::vector<ChartSeries> series;
 };
 

@@ -28,9 +28,9 @@ struct ForwardBatch {
 };
 
 struct ForwardResult {
-  std::vector<std::vector<float>> logits;            // per seq: f32 [n_rows, vocab] (0, 1 or n_new rows)
+  std::vector<std::vector<float>> logits;               // per seq: f32 [n_rows, vocab] (0, 1 or n_new rows)
   std::vector<std::vector<KdaCheckpoint>> checkpoints;  // per seq, in emit_state_at order
-  std::vector<std::vector<float>> layer_outputs;     // [n_layer] f32 [T_total, D] (if captured)
+  std::vector<std::vector<float>> layer_outputs;        // [n_layer] f32 [T_total, D] (if captured)
 };
 
 }  // namespace ds

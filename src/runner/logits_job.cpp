@@ -11,8 +11,7 @@
 
 namespace ds {
 
-LogitsJobResult run_logits_job(const ModelRunner& runner, const std::vector<int32_t>& tokens,
-                               int n_decode) {
+LogitsJobResult run_logits_job(const ModelRunner& runner, const std::vector<int32_t>& tokens, int n_decode) {
   DS_CHECK(!tokens.empty(), "logits: the prompt has no tokens");
   DS_CHECK(n_decode >= 0, "logits: --decode {} must be >= 0", n_decode);
   LogitsJobResult r;

@@ -20,8 +20,7 @@ struct LogitsJobResult {
 };
 
 // Prefills `tokens` in one call (all logits), then greedily decodes n_decode tokens one by one.
-LogitsJobResult run_logits_job(const ModelRunner& runner, const std::vector<int32_t>& tokens,
-                               int n_decode);
+LogitsJobResult run_logits_job(const ModelRunner& runner, const std::vector<int32_t>& tokens, int n_decode);
 
 // Writes `logits` F32 [T, vocab] and, when N > 0, `decode_tokens` I32 [N] and `decode_logits`
 // F32 [N, vocab] to a safetensors file.

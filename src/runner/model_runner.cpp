@@ -28,8 +28,7 @@ WeightView view2d(const TensorRef& t) {
 }
 
 WeightView view2d(const LinearWeight& w) {
-  DS_CHECK(!w.is_mxfp4(), "tensor {} is MXFP4; the CPU forward does not dequantise MXFP4 yet",
-           w.weight.name);
+  DS_CHECK(!w.is_mxfp4(), "tensor {} is MXFP4; the CPU forward does not dequantise MXFP4 yet", w.weight.name);
   return view2d(w.weight);
 }
 
@@ -40,16 +39,25 @@ std::vector<float> to_f32(const TensorRef& t, int64_t n = -1) {
   std::vector<float> out(static_cast<size_t>(count));
   for (int64_t i = 0; i < count; ++i) {
     switch (t.dtype) {
-      case DType::F32: std::memcpy(&out[size_t(i)], t.data + 4 * i, 4); break;
-      case DType::BF16: out[size_t(i)] = bf16_to_f32(uint16_t(t.data[2 * i] | t.data[2 * i + 1] << 8)); break;
-      case DType::F16: out[size_t(i)] = f16_to_f32(uint16_t(t.data[2 * i] | t.data[2 * i + 1] << 8)); break;
-      default: fail("tensor {} has dtype {}; expected F32, BF16 or F16", t.name, dtype_name(t.dtype));
+      case DType::F32:
+        std::memcpy(&out[size_t(i)], t.data + 4 * i, 4);
+        break;
+      case DType::BF16:
+        out[size_t(i)] = bf16_to_f32(uint16_t(t.data[2 * i] | t.data[2 * i + 1] << 8));
+        break;
+      case DType::F16:
+        out[size_t(i)] = f16_to_f32(uint16_t(t.data[2 * i] | t.data[2 * i + 1] << 8));
+        break;
+      default:
+        fail("tensor {} has dtype {}; expected F32, BF16 or F16", t.name, dtype_name(t.dtype));
     }
   }
   return out;
 }
 
-SituParams situ_params(const ModelConfig& cfg) { return SituParams{cfg.situ_beta, cfg.situ_linear_beta}; }
+SituParams situ_params(const ModelConfig& cfg) {
+  return SituParams{cfg.situ_beta, cfg.situ_linear_beta};
+}
 
 GluMlp glu(const DenseMlpWeights& w, const ModelConfig& cfg) {
   return GluMlp{view2d(w.gate_proj), view2d(w.up_proj), view2d(w.down_proj), cfg.act, situ_params(cfg)};
@@ -57,13 +65,24 @@ GluMlp glu(const DenseMlpWeights& w, const ModelConfig& cfg) {
 
 KdaParams kda_params(const ModelConfig& cfg, const KdaWeights& w) {
   const bool full = cfg.kda.full_rank_output_gate;  // K3 g_proj, else low-rank g_a/g_b
-  DS_CHECK(full ? bool(w.g_proj) : (w.g_a_proj && w.g_b_proj), "kda layer {}: no {} output gate", w.q_proj.name,
-           full ? "full-rank g_proj" : "low-rank g_a_proj/g_b_proj");
-  KdaParams p{view2d(w.q_proj), view2d(w.k_proj), view2d(w.v_proj), view2d(w.f_a_proj),
-              view2d(w.f_b_proj), view2d(w.b_proj), full ? WeightView{} : view2d(*w.g_a_proj),
-              full ? WeightView{} : view2d(*w.g_b_proj), view2d(w.o_proj), to_f32(w.q_conv),
-              to_f32(w.k_conv), to_f32(w.v_conv), to_f32(w.a_log, cfg.kda.n_head), to_f32(w.dt_bias),
-              to_f32(w.o_norm), full ? view2d(*w.g_proj) : WeightView{}};
+  DS_CHECK(full ? bool(w.g_proj) : (w.g_a_proj && w.g_b_proj), "kda layer {}: no {} output gate",
+           w.q_proj.name, full ? "full-rank g_proj" : "low-rank g_a_proj/g_b_proj");
+  KdaParams p{view2d(w.q_proj),
+              view2d(w.k_proj),
+              view2d(w.v_proj),
+              view2d(w.f_a_proj),
+              view2d(w.f_b_proj),
+              view2d(w.b_proj),
+              full ? WeightView{} : view2d(*w.g_a_proj),
+              full ? WeightView{} : view2d(*w.g_b_proj),
+              view2d(w.o_proj),
+              to_f32(w.q_conv),
+              to_f32(w.k_conv),
+              to_f32(w.v_conv),
+              to_f32(w.a_log, cfg.kda.n_head),
+              to_f32(w.dt_bias),
+              to_f32(w.o_norm),
+              full ? view2d(*w.g_proj) : WeightView{}};
   return p;
 }
 
@@ -120,7 +139,8 @@ LatentMoeParams latent_moe_params(const MoeWeights& w) {
   for (const ExpertWeights& e : w.experts)
     p.experts.push_back(GluExpert{expert_linear(e.w1), expert_linear(e.w3), expert_linear(e.w2)});
   if (w.shared)
-    p.shared.push_back(GluExpert{{view2d(w.shared->gate_proj), {}}, {view2d(w.shared->up_proj), {}},
+    p.shared.push_back(GluExpert{{view2d(w.shared->gate_proj), {}},
+                                 {view2d(w.shared->up_proj), {}},
                                  {view2d(w.shared->down_proj), {}}});
   return p;
 }
@@ -152,9 +172,9 @@ struct ModelRunner::Block {
   std::vector<float> post_norm;   // f32 [D]
   std::unique_ptr<KdaLayer> kda;
   std::unique_ptr<MlaLayer> mla;
-  std::unique_ptr<MoeLayer> moe;  // MoE FFN, or
+  std::unique_ptr<MoeLayer> moe;               // MoE FFN, or
   std::unique_ptr<LatentMoeLayer> latent_moe;  // K3 LatentMoE / MXFP4-expert FFN, or
-  GluMlp mlp;                     // dense FFN when moe is null
+  GluMlp mlp;                                  // dense FFN when moe is null
 };
 
 ModelRunner::~ModelRunner() = default;
@@ -183,12 +203,13 @@ std::unique_ptr<ModelRunner> ModelRunner::load(const std::string& dir, RunnerOpt
     b->input_norm = to_f32(lw.input_layernorm);
     b->post_norm = to_f32(lw.post_attention_layernorm);
     if (b->kind == LayerKind::Kda)
-      b->kda = std::make_unique<KdaLayer>(cfg.kda, cfg.rms_norm_eps, cfg.hidden, kda_params(cfg, *lw.kda), opt.kda);
+      b->kda = std::make_unique<KdaLayer>(cfg.kda, cfg.rms_norm_eps, cfg.hidden, kda_params(cfg, *lw.kda),
+                                          opt.kda);
     else
       b->mla = std::make_unique<MlaLayer>(cfg.mla, cfg.hidden, mla_params(*lw.mla));
     if (lw.moe && needs_latent_moe(*lw.moe)) {
-      b->latent_moe = std::make_unique<LatentMoeLayer>(
-          cfg.moe, GluActivation{cfg.act, situ_params(cfg)}, cfg.rms_norm_eps, latent_moe_params(*lw.moe));
+      b->latent_moe = std::make_unique<LatentMoeLayer>(cfg.moe, GluActivation{cfg.act, situ_params(cfg)},
+                                                       cfg.rms_norm_eps, latent_moe_params(*lw.moe));
     } else if (lw.moe) {
       b->moe = std::make_unique<MoeLayer>(cfg.moe, moe_params(cfg, *lw.moe));
     } else {
@@ -213,13 +234,13 @@ void ModelRunner::validate(const ForwardBatch& batch) const {
              "forward: sequence {} state was not made for this model", s);
     for (size_t t = 0; t < in.tokens.size(); ++t)
       DS_CHECK(in.tokens[t] >= 0 && in.tokens[t] < cfg_.vocab_size,
-               "forward: sequence {} token {} = {} is outside the vocabulary [0, {})", s, t,
-               in.tokens[t], cfg_.vocab_size);
+               "forward: sequence {} token {} = {} is outside the vocabulary [0, {})", s, t, in.tokens[t],
+               cfg_.vocab_size);
     int64_t prev = in.state->n_tokens;
     for (int64_t p : in.emit_state_at) {
       DS_CHECK(p > prev && p <= in.state->n_tokens + int64_t(in.tokens.size()),
-               "forward: sequence {} checkpoint position {} not in ({}, {}] or not ascending", s, p,
-               prev, in.state->n_tokens + int64_t(in.tokens.size()));
+               "forward: sequence {} checkpoint position {} not in ({}, {}] or not ascending", s, p, prev,
+               in.state->n_tokens + int64_t(in.tokens.size()));
       prev = p;
     }
     for (size_t o = 0; o < s; ++o)
@@ -302,7 +323,8 @@ ForwardResult ModelRunner::forward(const ForwardBatch& batch) const {
   std::vector<float> x(size_t(T * D));  // f32 [T, D] residual stream
   for (int s = 0; s < n_seq; ++s)
     for (int64_t i = 0; i < lb.len(s); ++i)
-      weight_rows_to_f32(embed_, batch.seqs[size_t(s)].tokens[size_t(i)], 1, x.data() + (lb.begin(s) + i) * D);
+      weight_rows_to_f32(embed_, batch.seqs[size_t(s)].tokens[size_t(i)], 1,
+                         x.data() + (lb.begin(s) + i) * D);
 
   ForwardResult r;
   // emitted[s][layer] = KDA states at the requested positions of sequence s.

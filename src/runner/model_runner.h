@@ -22,7 +22,7 @@
 namespace ds {
 
 struct RunnerOptions {
-  KdaRunOptions kda;                     // chunk size, recurrent threshold
+  KdaRunOptions kda;  // chunk size, recurrent threshold
   MlaAttnMode mla_mode = MlaAttnMode::Auto;
   AttnResMode attn_res_mode = AttnResMode::Reference;  // K3 Block AttnRes evaluation form
 };
@@ -64,7 +64,7 @@ class ModelRunner {
   WeightView lm_head_;                      // [vocab, D]
   std::vector<float> final_norm_;           // f32 [D]
   std::vector<std::unique_ptr<Block>> blocks_;
-  AttnResQueries attn_res_;                 // folded AttnRes queries (attn_res_block_size > 0)
+  AttnResQueries attn_res_;  // folded AttnRes queries (attn_res_block_size > 0)
 };
 
 }  // namespace ds

@@ -13,9 +13,9 @@
 namespace ds {
 
 struct SequenceState {
-  int64_t n_tokens = 0;        // tokens consumed so far (the next token's position)
-  std::vector<KdaState> kda;   // [n_layer]; initialised for KDA layers only
-  std::vector<MlaCache> mla;   // [n_layer]; initialised for MLA layers only
+  int64_t n_tokens = 0;       // tokens consumed so far (the next token's position)
+  std::vector<KdaState> kda;  // [n_layer]; initialised for KDA layers only
+  std::vector<MlaCache> mla;  // [n_layer]; initialised for MLA layers only
 
   static SequenceState fresh(const ModelConfig& cfg);  // zero state, n_tokens = 0
   size_t kda_bytes() const;  // conv + S bytes over all layers (independent of length)
@@ -24,8 +24,8 @@ struct SequenceState {
 
 // The KDA part of a SequenceState at one position: what a prefix-cache checkpoint stores.
 struct KdaCheckpoint {
-  int64_t n_tokens = 0;        // state after consuming this many tokens
-  std::vector<KdaState> kda;   // [n_layer]; empty entries for MLA layers
+  int64_t n_tokens = 0;       // state after consuming this many tokens
+  std::vector<KdaState> kda;  // [n_layer]; empty entries for MLA layers
 };
 
 }  // namespace ds

@@ -4,11 +4,16 @@ namespace ds {
 
 const char* to_string(RequestStatus status) {
   switch (status) {
-    case RequestStatus::waiting: return "waiting";
-    case RequestStatus::running: return "running";
-    case RequestStatus::preempted: return "preempted";
-    case RequestStatus::finished: return "finished";
-    case RequestStatus::aborted: return "aborted";
+    case RequestStatus::waiting:
+      return "waiting";
+    case RequestStatus::running:
+      return "running";
+    case RequestStatus::preempted:
+      return "preempted";
+    case RequestStatus::finished:
+      return "finished";
+    case RequestStatus::aborted:
+      return "aborted";
   }
   return "unknown";
 }

@@ -23,18 +23,18 @@ const char* to_string(RequestStatus status);
 
 struct Request {
   RequestId id = 0;
-  std::vector<int32_t> tokens;     // prompt ids, then each sampled id appended [n_tokens()]
-  int64_t n_prompt_tokens = 0;     // prefix of `tokens` that came from the caller
-  int64_t max_output_tokens = 1;   // stop after this many sampled tokens (>= 1)
-  int64_t n_computed_tokens = 0;   // tokens whose KV/state exist (cache hit + computed chunks)
-  int64_t n_output_tokens = 0;     // tokens sampled so far
+  std::vector<int32_t> tokens;    // prompt ids, then each sampled id appended [n_tokens()]
+  int64_t n_prompt_tokens = 0;    // prefix of `tokens` that came from the caller
+  int64_t max_output_tokens = 1;  // stop after this many sampled tokens (>= 1)
+  int64_t n_computed_tokens = 0;  // tokens whose KV/state exist (cache hit + computed chunks)
+  int64_t n_output_tokens = 0;    // tokens sampled so far
   RequestStatus status = RequestStatus::waiting;
 
   // Filled at (each) admission from the cache's match; reports, not control flow.
-  int64_t n_hit_tokens = 0;        // restorable prefix (KV + KDA checkpoint) at admission
-  int64_t n_kv_hit_tokens = 0;     // KV-reachable prefix at admission (>= n_hit_tokens)
-  int64_t n_host_hit_tokens = 0;   // part of n_hit_tokens that came from a lower tier
-  int n_preemptions = 0;           // times this request was preempted (recompute)
+  int64_t n_hit_tokens = 0;       // restorable prefix (KV + KDA checkpoint) at admission
+  int64_t n_kv_hit_tokens = 0;    // KV-reachable prefix at admission (>= n_hit_tokens)
+  int64_t n_host_hit_tokens = 0;  // part of n_hit_tokens that came from a lower tier
+  int n_preemptions = 0;          // times this request was preempted (recompute)
 
   int64_t n_tokens() const { return static_cast<int64_t>(tokens.size()); }
   int64_t n_remaining_prompt_tokens() const { return n_prompt_tokens - n_computed_tokens; }

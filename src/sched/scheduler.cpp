@@ -10,14 +10,13 @@ Scheduler::Scheduler(const SchedulerConfig& config, HybridCache& cache)
     : config_(config), cache_(cache), page_tokens_(cache.config().page_tokens) {
   DS_CHECK(config.max_step_tokens >= 1, "scheduler: max_step_tokens must be >= 1, got {}",
            config.max_step_tokens);
-  DS_CHECK(config.max_running >= 1, "scheduler: max_running must be >= 1, got {}",
-           config.max_running);
+  DS_CHECK(config.max_running >= 1, "scheduler: max_running must be >= 1, got {}", config.max_running);
 }
 
 void Scheduler::add(Request request) {
   DS_CHECK(!request.tokens.empty(), "request {}: empty prompt", request.id);
-  DS_CHECK(request.max_output_tokens >= 1, "request {}: max_output_tokens must be >= 1, got {}",
-           request.id, request.max_output_tokens);
+  DS_CHECK(request.max_output_tokens >= 1, "request {}: max_output_tokens must be >= 1, got {}", request.id,
+           request.max_output_tokens);
   request.n_prompt_tokens = request.n_tokens();
   request.n_computed_tokens = 0;
   request.n_output_tokens = 0;
@@ -87,8 +86,7 @@ void Scheduler::preempt_last() {
 // get cache room waits (head of line); one that cannot fit even with nothing else running is
 // rejected.
 void Scheduler::admit_waiting(SchedulePlan& plan, int64_t& budget) {
-  while (!waiting_.empty() && budget > 0 &&
-         static_cast<int64_t>(running_.size()) < config_.max_running) {
+  while (!waiting_.empty() && budget > 0 && static_cast<int64_t>(running_.size()) < config_.max_running) {
     Request& req = *waiting_.front();
     Slot slot;
     if (!admit_one(req, slot)) {
@@ -191,8 +189,7 @@ StepEvents Scheduler::apply(const SchedulePlan& plan, std::span<const int32_t> s
   std::vector<size_t> done;
   for (const ScheduledSeq& s : plan.seqs) {
     while (slot_i < running_.size() && running_[slot_i].req->id != s.request_id) ++slot_i;
-    DS_CHECK(slot_i < running_.size(), "scheduler: plan names request {} that is not running",
-             s.request_id);
+    DS_CHECK(slot_i < running_.size(), "scheduler: plan names request {} that is not running", s.request_id);
     Slot& slot = running_[slot_i];
     Request& req = *slot.req;
     slot.just_admitted = false;

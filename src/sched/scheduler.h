@@ -58,8 +58,8 @@ class Scheduler {
   struct Slot {  // a running request and its per-step choice
     std::unique_ptr<Request> req;
     int64_t seq = -1;
-    int64_t n_new = 0;              // tokens scheduled this step (0 = not scheduled)
-    bool just_admitted = false;     // first step after admission (restore / host load)
+    int64_t n_new = 0;           // tokens scheduled this step (0 = not scheduled)
+    bool just_admitted = false;  // first step after admission (restore / host load)
     int64_t host_load_bytes = 0;
     double host_load_s = 0;
   };
@@ -78,7 +78,7 @@ class Scheduler {
   int64_t page_tokens_ = 64;
   std::deque<std::unique_ptr<Request>> waiting_;
   std::vector<Slot> running_;
-  std::vector<Request> rejected_;   // handed out by the next apply()
+  std::vector<Request> rejected_;  // handed out by the next apply()
   std::vector<RequestId> pending_preempted_;
   int64_t step_index_ = 0;
   int64_t applied_step_ = 0;

@@ -16,8 +16,8 @@ constexpr int64_t kMaxBlockTokens = int64_t{1} << 20;
 
 // One request as written in the file, before validation.
 struct RawRequest {
-  size_t offset = 0;               // byte offset of the request object (for the line number)
-  std::string label;               // "request 12" or "request 3.4" (sub-agent request)
+  size_t offset = 0;  // byte offset of the request object (for the line number)
+  std::string label;  // "request 12" or "request 3.4" (sub-agent request)
   bool subagent = false;
   double t_s = 0;
   bool has_in = false, has_out = false, has_ids = false, has_t = false;
@@ -43,7 +43,8 @@ double nonneg_number(JsonCursor& cur, std::string_view field) {
 RawRequest parse_request(JsonCursor& cur, std::string label, int depth);
 
 void parse_request_list(JsonCursor& cur, const std::string& prefix, int depth, std::vector<RawRequest>& out) {
-  if (depth > kMaxSubagentDepth) cur.error(fmt::format("sub-agents nested deeper than {}", kMaxSubagentDepth));
+  if (depth > kMaxSubagentDepth)
+    cur.error(fmt::format("sub-agents nested deeper than {}", kMaxSubagentDepth));
   if (cur.peek() != '[') cur.error("field `requests` must be an array");
   cur.begin_array();
   bool first = true;
@@ -100,13 +101,15 @@ std::string request_problem(const RawRequest& r, int64_t block) {
   if (!r.has_in) return "missing field `in`";
   if (!r.has_out) return "missing field `out`";
   if (!r.has_ids) return "missing field `hash_ids`";
-  if (r.n_in < 1 || r.n_in > kMaxInputTokens) return fmt::format("field `in` = {} must be in [1, {}]", r.n_in, kMaxInputTokens);
-  if (r.n_out < 0 || r.n_out > kMaxInputTokens) return fmt::format("field `out` = {} must be in [0, {}]", r.n_out, kMaxInputTokens);
+  if (r.n_in < 1 || r.n_in > kMaxInputTokens)
+    return fmt::format("field `in` = {} must be in [1, {}]", r.n_in, kMaxInputTokens);
+  if (r.n_out < 0 || r.n_out > kMaxInputTokens)
+    return fmt::format("field `out` = {} must be in [0, {}]", r.n_out, kMaxInputTokens);
   int64_t lo = r.n_in / block, hi = (r.n_in + block - 1) / block;
   int64_t n = static_cast<int64_t>(r.ids.size());
   if (n != lo && n != hi)
-    return fmt::format("`hash_ids` has {} ids but `in` = {} needs {} (full {}-token blocks){}", n, r.n_in, lo, block,
-                       lo == hi ? "" : fmt::format(" or {} (with the partial last block)", hi));
+    return fmt::format("`hash_ids` has {} ids but `in` = {} needs {} (full {}-token blocks){}", n, r.n_in, lo,
+                       block, lo == hi ? "" : fmt::format(" or {} (with the partial last block)", hi));
   for (int64_t id : r.ids)
     if (id < 0) return fmt::format("`hash_ids` holds a negative id {}", id);
   return {};
@@ -183,7 +186,8 @@ struct SessionBuilder {
   }
 };
 
-SessionHeader parse_header_and_requests(JsonCursor& cur, const std::string& name, std::vector<RawRequest>& reqs) {
+SessionHeader parse_header_and_requests(JsonCursor& cur, const std::string& name,
+                                        std::vector<RawRequest>& reqs) {
   SessionHeader h;
   bool has_requests = false;
   if (cur.peek() != '{') cur.error("a session file must hold one JSON object");
@@ -237,7 +241,8 @@ void parse_claude_code_session(std::string_view text, const std::string& name, c
   if (first_file) trace.block_tokens = static_cast<int>(header.block_size);
   if (header.block_size != trace.block_tokens) {
     if (!options.skip_bad)
-      fail("{}: block_size {} differs from {} in earlier trace files", name, header.block_size, trace.block_tokens);
+      fail("{}: block_size {} differs from {} in earlier trace files", name, header.block_size,
+           trace.block_tokens);
     ++trace.n_skipped_bad;
     return;
   }

@@ -1,8 +1,8 @@
 #include "trace/json_cursor.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cctype>
+#include <charconv>
 #include <cmath>
 
 #include "core/check.h"
@@ -12,7 +12,9 @@ namespace {
 
 constexpr int kMaxDepth = 128;
 
-bool is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+bool is_ws(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
 
 void append_utf8(std::string& out, uint32_t cp) {
   if (cp < 0x80) {
@@ -32,7 +34,9 @@ void append_utf8(std::string& out, uint32_t cp) {
 JsonCursor::JsonCursor(std::string_view text, std::string name, int64_t first_line)
     : text_(text), name_(std::move(name)), first_line_(first_line) {}
 
-int64_t JsonCursor::line() const { return line_at(pos_); }
+int64_t JsonCursor::line() const {
+  return line_at(pos_);
+}
 
 int64_t JsonCursor::line_at(size_t offset) const {
   size_t end = std::min(offset, text_.size());
@@ -63,8 +67,12 @@ char JsonCursor::peek() {
   error(fmt::format("expected a value, got '{}'", c));
 }
 
-void JsonCursor::begin_object() { expect('{'); }
-void JsonCursor::begin_array() { expect('['); }
+void JsonCursor::begin_object() {
+  expect('{');
+}
+void JsonCursor::begin_array() {
+  expect('[');
+}
 
 bool JsonCursor::next_member(bool& first, std::string_view& key) {
   skip_ws();
@@ -131,11 +139,21 @@ std::string JsonCursor::string_value() {
     }
     char e = raw[++i];
     switch (e) {
-      case 'b': out += '\b'; break;
-      case 'f': out += '\f'; break;
-      case 'n': out += '\n'; break;
-      case 'r': out += '\r'; break;
-      case 't': out += '\t'; break;
+      case 'b':
+        out += '\b';
+        break;
+      case 'f':
+        out += '\f';
+        break;
+      case 'n':
+        out += '\n';
+        break;
+      case 'r':
+        out += '\r';
+        break;
+      case 't':
+        out += '\t';
+        break;
       case 'u': {
         uint32_t cp = 0;
         std::from_chars(raw.data() + i + 1, raw.data() + i + 5, cp, 16);
@@ -143,7 +161,8 @@ std::string JsonCursor::string_value() {
         i += 4;
         break;
       }
-      default: out += e;  // " \ /
+      default:
+        out += e;  // " \ /
     }
   }
   return out;
@@ -179,8 +198,7 @@ double JsonCursor::number(std::string_view what) {
   std::string_view t = number_text();
   double v = 0;
   auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
-  if (ec != std::errc() || !std::isfinite(v))
-    error(fmt::format("field `{}` = {} is out of range", what, t));
+  if (ec != std::errc() || !std::isfinite(v)) error(fmt::format("field `{}` = {} is out of range", what, t));
   return v;
 }
 
@@ -194,7 +212,9 @@ int64_t JsonCursor::integer(std::string_view what) {
   return v;
 }
 
-void JsonCursor::skip_value() { skip_value_at(0); }
+void JsonCursor::skip_value() {
+  skip_value_at(0);
+}
 
 void JsonCursor::skip_value_at(int depth) {
   if (depth > kMaxDepth) error(fmt::format("nesting deeper than {}", kMaxDepth));
@@ -210,9 +230,14 @@ void JsonCursor::skip_value_at(int depth) {
       begin_array();
       while (next_element(first)) skip_value_at(depth + 1);
       return;
-    case '"': raw_string(); return;
-    case '0': number_text(); return;
-    default: break;
+    case '"':
+      raw_string();
+      return;
+    case '0':
+      number_text();
+      return;
+    default:
+      break;
   }
   std::string_view word = k == 't' ? "true" : k == 'f' ? "false" : "null";
   if (text_.substr(pos_, word.size()) != word) error("expected true, false or null");

@@ -25,21 +25,21 @@ class JsonCursor {
   bool next_element(bool& first);  // false after the closing ']'
 
   std::string string_value();
-  double number(std::string_view what);            // any finite JSON number
-  int64_t integer(std::string_view what);          // an integral number that fits int64
-  void skip_value();                                // any value, nested or not
-  void expect_end();                                // only whitespace may follow
+  double number(std::string_view what);    // any finite JSON number
+  int64_t integer(std::string_view what);  // an integral number that fits int64
+  void skip_value();                       // any value, nested or not
+  void expect_end();                       // only whitespace may follow
 
-  int64_t line() const;                             // line of the current position
-  size_t offset() const { return pos_; }            // byte offset of the current position
-  int64_t line_at(size_t offset) const;             // line of a byte offset (counts newlines)
+  int64_t line() const;                                  // line of the current position
+  size_t offset() const { return pos_; }                 // byte offset of the current position
+  int64_t line_at(size_t offset) const;                  // line of a byte offset (counts newlines)
   [[noreturn]] void error(std::string_view what) const;  // throws "<name>:<line>: <what>"
 
  private:
   void skip_ws();
   void expect(char c);
-  std::string_view raw_string();      // body between quotes; escapes left encoded
-  std::string_view number_text();     // the number's characters, validated
+  std::string_view raw_string();   // body between quotes; escapes left encoded
+  std::string_view number_text();  // the number's characters, validated
   void skip_value_at(int depth);
 
   std::string_view text_;

@@ -20,7 +20,8 @@ TraceTurn parse_line(JsonCursor& cur, uint64_t ns) {
   while (cur.next_member(first, key)) {
     if (key == "timestamp") {
       turn.arrival_s = cur.number("timestamp") / 1000.0;
-      if (turn.arrival_s < 0) cur.error(fmt::format("field `timestamp` = {} ms must be >= 0", turn.arrival_s * 1000));
+      if (turn.arrival_s < 0)
+        cur.error(fmt::format("field `timestamp` = {} ms must be >= 0", turn.arrival_s * 1000));
       has_ts = true;
     } else if (key == "input_length") {
       turn.n_input_tokens = cur.integer("input_length");
@@ -44,9 +45,11 @@ TraceTurn parse_line(JsonCursor& cur, uint64_t ns) {
   if (!has_out) cur.error("missing field `output_length`");
   if (!has_ids) cur.error("missing field `hash_ids`");
   if (turn.n_input_tokens < 1 || turn.n_input_tokens > kMaxInputTokens)
-    cur.error(fmt::format("field `input_length` = {} must be in [1, {}]", turn.n_input_tokens, kMaxInputTokens));
+    cur.error(
+        fmt::format("field `input_length` = {} must be in [1, {}]", turn.n_input_tokens, kMaxInputTokens));
   if (turn.n_output_tokens < 0 || turn.n_output_tokens > kMaxInputTokens)
-    cur.error(fmt::format("field `output_length` = {} must be in [0, {}]", turn.n_output_tokens, kMaxInputTokens));
+    cur.error(
+        fmt::format("field `output_length` = {} must be in [0, {}]", turn.n_output_tokens, kMaxInputTokens));
   int64_t need = (turn.n_input_tokens + kMooncakeBlockTokens - 1) / kMooncakeBlockTokens;
   if (static_cast<int64_t>(ids.size()) != need)
     cur.error(fmt::format("`hash_ids` has {} ids but `input_length` = {} needs ceil({}/{}) = {}", ids.size(),
@@ -61,7 +64,8 @@ TraceTurn parse_line(JsonCursor& cur, uint64_t ns) {
 
 }  // namespace
 
-void parse_mooncake_jsonl(std::string_view text, const std::string& name, const TraceOptions& options, Trace& trace) {
+void parse_mooncake_jsonl(std::string_view text, const std::string& name, const TraceOptions& options,
+                          Trace& trace) {
   trace.block_tokens = kMooncakeBlockTokens;
   trace.closed_loop = false;
   uint64_t ns = name_namespace(name);

@@ -15,6 +15,7 @@ inline constexpr int kMooncakeBlockTokens = 512;
 // `trace` and sets block_tokens = 512, closed_loop = false. Ids are namespaced by file, so two
 // files never share blocks. Blank lines are ignored. A malformed line throws ds::Error
 // "<name>:<line>: ..." unless options.skip_bad (then it is skipped and counted).
-void parse_mooncake_jsonl(std::string_view text, const std::string& name, const TraceOptions& options, Trace& trace);
+void parse_mooncake_jsonl(std::string_view text, const std::string& name, const TraceOptions& options,
+                          Trace& trace);
 
 }  // namespace ds

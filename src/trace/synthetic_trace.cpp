@@ -14,7 +14,7 @@ constexpr double kTurnsSigma = 0.5;
 constexpr double kOutputSigma = 1.0;
 constexpr double kToolSigma = 1.0;
 constexpr double kThinkSigma = 1.5;
-constexpr double kFirstUserTokens = 2000;  // median first user message (lognormal, sigma 1.0)
+constexpr double kFirstUserTokens = 2000;   // median first user message (lognormal, sigma 1.0)
 constexpr int64_t kCompactedTokens = 4000;  // summary that replaces a compacted context
 
 // splitmix64 stream: portable, seedable, good enough for workload shapes.
@@ -31,17 +31,17 @@ struct Rng {
 
 // Per-session shape before the tool-token scale is calibrated.
 struct SessionShape {
-  std::vector<int64_t> out;      // output tokens per turn
-  std::vector<double> tool;      // unit-median tool tokens appended before each turn (0 for turn 0)
-  std::vector<double> think_s;   // think time before each turn (0 for turn 0)
-  int64_t first_user = 0;        // first user message tokens
+  std::vector<int64_t> out;     // output tokens per turn
+  std::vector<double> tool;     // unit-median tool tokens appended before each turn (0 for turn 0)
+  std::vector<double> think_s;  // think time before each turn (0 for turn 0)
+  int64_t first_user = 0;       // first user message tokens
 };
 
 // Prompt lengths of a session for tool scale `c`: in_0 = system + first_user,
 // in_k = in_{k-1} + out_{k-1} + c * tool_k, compacted to system + kCompactedTokens past `context`.
 // `epoch_start[k]` is true where a compaction restarted the content.
-std::vector<int64_t> prompt_lengths(const SessionShape& s, const SyntheticTraceParams& p, double c, int64_t context,
-                                    std::vector<bool>* epoch_start) {
+std::vector<int64_t> prompt_lengths(const SessionShape& s, const SyntheticTraceParams& p, double c,
+                                    int64_t context, std::vector<bool>* epoch_start) {
   std::vector<int64_t> in(s.out.size());
   if (epoch_start) epoch_start->assign(s.out.size(), false);
   for (size_t k = 0; k < in.size(); ++k) {
@@ -74,8 +74,8 @@ double pooled_median(const std::vector<SessionShape>& shapes, const SyntheticTra
 
 // Bisection for a scale in [lo, hi] where the median crosses params.input (median(lo) below it,
 // median(hi) at or above it).
-double bisect_scale(const std::vector<SessionShape>& shapes, const SyntheticTraceParams& p, double lo, double hi,
-                    int64_t context) {
+double bisect_scale(const std::vector<SessionShape>& shapes, const SyntheticTraceParams& p, double lo,
+                    double hi, int64_t context) {
   for (int i = 0; i < 60; ++i) {
     double mid = 0.5 * (lo + hi);
     (pooled_median(shapes, p, mid, context) < static_cast<double>(p.input) ? lo : hi) = mid;
@@ -94,7 +94,8 @@ double calibrate_tool_scale(const std::vector<SessionShape>& shapes, const Synth
   double c0 = bisect_scale(shapes, p, 0, hi, INT64_MAX);
   if (pooled_median(shapes, p, c0, p.context) >= target) return c0;
   for (double c = c0 * 1.25; c <= c0 * 8; c *= 1.25)
-    if (pooled_median(shapes, p, c, p.context) >= target) return bisect_scale(shapes, p, c / 1.25, c, p.context);
+    if (pooled_median(shapes, p, c, p.context) >= target)
+      return bisect_scale(shapes, p, c / 1.25, c, p.context);
   return c0;
 }
 
@@ -137,16 +138,29 @@ SyntheticTraceParams parse_synthetic_params(const std::string& kv) {
     if (eq == std::string_view::npos) fail("synthetic trace: `{}` is not key=value", item);
     std::string_view k = item.substr(0, eq), v = item.substr(eq + 1);
     constexpr int64_t kBig = int64_t{1} << 26;
-    if (k == "sessions") p.sessions = parse_int(k, v, 1, 100000);
-    else if (k == "turns") p.turns = parse_int(k, v, 1, 100000);
-    else if (k == "input") p.input = parse_int(k, v, 1, kBig);
-    else if (k == "output") p.output = parse_int(k, v, 1, kBig);
-    else if (k == "system") p.system = parse_int(k, v, 0, kBig);
-    else if (k == "think") p.think = parse_seconds(k, v);
-    else if (k == "context") p.context = parse_int(k, v, 2, kBig);
-    else if (k == "seed") p.seed = static_cast<uint64_t>(parse_int(k, v, 0, INT64_MAX));
-    else if (k == "block") p.block = static_cast<int>(parse_int(k, v, 1, 1 << 20));
-    else fail("synthetic trace: unknown key `{}` (keys: sessions, turns, input, output, system, think, context, seed, block)", k);
+    if (k == "sessions")
+      p.sessions = parse_int(k, v, 1, 100000);
+    else if (k == "turns")
+      p.turns = parse_int(k, v, 1, 100000);
+    else if (k == "input")
+      p.input = parse_int(k, v, 1, kBig);
+    else if (k == "output")
+      p.output = parse_int(k, v, 1, kBig);
+    else if (k == "system")
+      p.system = parse_int(k, v, 0, kBig);
+    else if (k == "think")
+      p.think = parse_seconds(k, v);
+    else if (k == "context")
+      p.context = parse_int(k, v, 2, kBig);
+    else if (k == "seed")
+      p.seed = static_cast<uint64_t>(parse_int(k, v, 0, INT64_MAX));
+    else if (k == "block")
+      p.block = static_cast<int>(parse_int(k, v, 1, 1 << 20));
+    else
+      fail(
+          "synthetic trace: unknown key `{}` (keys: sessions, turns, input, output, system, think, context, "
+          "seed, block)",
+          k);
   }
   DS_CHECK(p.system < p.context, "synthetic trace: system={} must be below context={}", p.system, p.context);
   DS_CHECK(p.input > p.system, "synthetic trace: input={} must exceed system={}", p.input, p.system);
@@ -157,8 +171,8 @@ SyntheticTraceParams parse_synthetic_params(const std::string& kv) {
 Trace generate_synthetic_trace(const SyntheticTraceParams& p) {
   DS_CHECK(p.sessions >= 1 && p.turns >= 1 && p.block >= 1 && p.system < p.context && p.input > p.system &&
                p.input < p.context,
-           "synthetic trace: bad params sessions={} turns={} block={} system={} context={} input={}", p.sessions,
-           p.turns, p.block, p.system, p.context, p.input);
+           "synthetic trace: bad params sessions={} turns={} block={} system={} context={} input={}",
+           p.sessions, p.turns, p.block, p.system, p.context, p.input);
   Rng rng{p.seed * 0x2545f4914f6cdd1dULL + 0x1234567ULL};
   // Turn counts and output lengths are lognormal around the requested medians; their normal
   // draws are centred on their own sample median so the medians hold exactly, not only on average.
@@ -182,12 +196,14 @@ Trace generate_synthetic_trace(const SyntheticTraceParams& p) {
   size_t j = 0;
   for (SessionShape& s : shapes)
     for (size_t k = 0; k < s.tool.size(); ++k)
-      s.out.push_back(std::max<int64_t>(1, std::llround(static_cast<double>(p.output) * std::exp(kOutputSigma * z_out[j++]))));
+      s.out.push_back(std::max<int64_t>(
+          1, std::llround(static_cast<double>(p.output) * std::exp(kOutputSigma * z_out[j++]))));
   double scale = calibrate_tool_scale(shapes, p);
 
   Trace trace;
-  trace.source = fmt::format("synthetic:sessions={},turns={},input={},output={},system={},think={},context={},seed={},block={}",
-                             p.sessions, p.turns, p.input, p.output, p.system, p.think, p.context, p.seed, p.block);
+  trace.source = fmt::format(
+      "synthetic:sessions={},turns={},input={},output={},system={},think={},context={},seed={},block={}",
+      p.sessions, p.turns, p.input, p.output, p.system, p.think, p.context, p.seed, p.block);
   trace.block_tokens = p.block;
   trace.closed_loop = true;
   const uint64_t system_ns = name_namespace("synthetic/system");

@@ -12,18 +12,18 @@
 namespace ds {
 
 struct SyntheticTraceParams {
-  int64_t sessions = 32;             // number of sessions
-  int64_t turns = 65;                // median turns per session (lognormal, sigma 0.5, >= 2)
-  int64_t input = 142000;            // median prompt tokens over all turns (met by calibrating
-                                     // the tool-result sizes, compaction included when possible)
-  int64_t output = 444;              // median output tokens per turn (lognormal, sigma 1.0)
-  int64_t system = 17216;            // shared system prompt + tool definitions, tokens
-  double think = 10.0;               // median think time before a turn, s (lognormal, sigma 1.5;
-                                     // 10 s is the median of the Claude Code sessions)
-  int64_t context = 1000000;         // max context: a longer prompt is compacted (restarts the
-                                     // session's content after the system prompt)
+  int64_t sessions = 32;      // number of sessions
+  int64_t turns = 65;         // median turns per session (lognormal, sigma 0.5, >= 2)
+  int64_t input = 142000;     // median prompt tokens over all turns (met by calibrating
+                              // the tool-result sizes, compaction included when possible)
+  int64_t output = 444;       // median output tokens per turn (lognormal, sigma 1.0)
+  int64_t system = 17216;     // shared system prompt + tool definitions, tokens
+  double think = 10.0;        // median think time before a turn, s (lognormal, sigma 1.5;
+                              // 10 s is the median of the Claude Code sessions)
+  int64_t context = 1000000;  // max context: a longer prompt is compacted (restarts the
+                              // session's content after the system prompt)
   uint64_t seed = 1;
-  int block = 64;                    // tokens per hash-id block
+  int block = 64;  // tokens per hash-id block
 };
 
 // Parses "k=v,k=v" (keys as the field names above); "" gives the defaults. Throws ds::Error naming

@@ -34,8 +34,10 @@ Trace parse_files(const std::vector<TraceFile>& files, const TraceOptions& optio
     if (!base.empty() && base.back() == ']') base.remove_suffix(1);  // "<archive>[member]"
     bool jsonl = ends_with(base, ".jsonl");
     if (!jsonl && !ends_with(base, ".json"))
-      fail("{}: unknown trace format (expected .json Claude Code session, .jsonl Mooncake, .tar, .tar.gz or a directory)",
-           f.name);
+      fail(
+          "{}: unknown trace format (expected .json Claude Code session, .jsonl Mooncake, .tar, .tar.gz or a "
+          "directory)",
+          f.name);
     if ((jsonl && any_json) || (!jsonl && any_jsonl))
       fail("{}: cannot mix Claude Code (.json) and Mooncake (.jsonl) files in one trace", f.name);
     if (jsonl) {
@@ -45,7 +47,8 @@ Trace parse_files(const std::vector<TraceFile>& files, const TraceOptions& optio
     }
     any_json |= !jsonl;
     any_jsonl |= jsonl;
-    if (options.max_sessions > 0 && static_cast<int64_t>(trace.sessions.size()) >= options.max_sessions) break;
+    if (options.max_sessions > 0 && static_cast<int64_t>(trace.sessions.size()) >= options.max_sessions)
+      break;
   }
   if (options.max_sessions > 0 && static_cast<int64_t>(trace.sessions.size()) > options.max_sessions)
     trace.sessions.resize(static_cast<size_t>(options.max_sessions));
@@ -64,13 +67,15 @@ std::vector<int32_t> turn_tokens(const TraceTurn& turn, int block_tokens) {
            turn.hash_ids.size(), n, block_tokens);
   std::vector<int32_t> tokens(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i)
-    tokens[static_cast<size_t>(i)] = block_token_id(turn.hash_ids[static_cast<size_t>(i / block_tokens)], i % block_tokens);
+    tokens[static_cast<size_t>(i)] =
+        block_token_id(turn.hash_ids[static_cast<size_t>(i / block_tokens)], i % block_tokens);
   return tokens;
 }
 
 std::string bundled_trace_dir() {
   std::vector<fs::path> candidates;
-  if (const char* env = std::getenv("DELTASERVE_DATA_DIR"); env && *env) candidates.push_back(fs::path(env) / "traces");
+  if (const char* env = std::getenv("DELTASERVE_DATA_DIR"); env && *env)
+    candidates.push_back(fs::path(env) / "traces");
   if (*DS_SOURCE_DIR) candidates.push_back(fs::path(DS_SOURCE_DIR) / "data" / "traces");
   candidates.push_back(fs::path("data") / "traces");
   std::error_code ec;
@@ -83,8 +88,10 @@ std::string bundled_trace_dir() {
     if (fs::exists(c / kDefaultBundled, ec)) return c.string();
   std::string tried;
   for (const fs::path& c : candidates) tried += (tried.empty() ? "" : ", ") + c.string();
-  fail("bundled traces not found (looked for {} in: {}); set DELTASERVE_DATA_DIR to the folder holding traces/",
-       kDefaultBundled, tried);
+  fail(
+      "bundled traces not found (looked for {} in: {}); set DELTASERVE_DATA_DIR to the folder holding "
+      "traces/",
+      kDefaultBundled, tried);
 }
 
 Trace load_trace(const std::string& spec, const TraceOptions& options) {

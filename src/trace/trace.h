@@ -12,10 +12,10 @@
 namespace ds {
 
 struct TraceTurn {
-  double arrival_s = 0;          // open loop: absolute arrival; closed loop: offset in its session
-  double think_time_s = 0;       // closed loop: pause after the previous turn finished
-  int64_t n_input_tokens = 0;    // prompt length in tokens (>= 1)
-  int64_t n_output_tokens = 0;   // tokens to decode (>= 0)
+  double arrival_s = 0;            // open loop: absolute arrival; closed loop: offset in its session
+  double think_time_s = 0;         // closed loop: pause after the previous turn finished
+  int64_t n_input_tokens = 0;      // prompt length in tokens (>= 1)
+  int64_t n_output_tokens = 0;     // tokens to decode (>= 0)
   std::vector<uint64_t> hash_ids;  // one per block_tokens-token block of the prompt (last may be partial)
 };
 
@@ -31,11 +31,11 @@ struct TraceSession {
 };
 
 struct Trace {
-  std::string source;            // path or "bundled:<name>" or "synthetic:<params>"
-  int block_tokens = 64;         // tokens per hash-id block (64 Claude Code, 512 Mooncake)
-  bool closed_loop = true;       // sessions driven by think time (true) or arrivals (false)
+  std::string source;       // path or "bundled:<name>" or "synthetic:<params>"
+  int block_tokens = 64;    // tokens per hash-id block (64 Claude Code, 512 Mooncake)
+  bool closed_loop = true;  // sessions driven by think time (true) or arrivals (false)
   std::vector<TraceSession> sessions;
-  int64_t n_skipped_bad = 0;     // malformed records skipped under --skip-bad
+  int64_t n_skipped_bad = 0;  // malformed records skipped under --skip-bad
 };
 
 // Where Claude Code sub-agents go: inline in the parent session at their position (the parent's
@@ -43,16 +43,17 @@ struct Trace {
 enum class SubagentMode { kInline, kSessions };
 
 struct TraceOptions {
-  bool skip_bad = false;         // skip and count malformed records instead of failing
+  bool skip_bad = false;  // skip and count malformed records instead of failing
   SubagentMode subagents = SubagentMode::kInline;
-  int64_t max_sessions = 0;      // keep only the first N sessions (0 = all)
+  int64_t max_sessions = 0;  // keep only the first N sessions (0 = all)
 };
 
 // Loads a trace. spec:
 //   "" | "default" | "bundled"     the bundled Claude Code sample (data/traces/claude_code_sample.tar.gz)
-//   "bundled:<file>"               another bundled file, e.g. bundled:mooncake_fast25_conversation_trace.jsonl.gz
-//   "synthetic[:k=v,...]"          seeded synthetic agentic sessions (see synthetic_trace.h for keys)
-//   <path>                         a directory of session files, a .tar / .tar.gz, or one
+//   "bundled:<file>"               another bundled file, e.g.
+//   bundled:mooncake_fast25_conversation_trace.jsonl.gz "synthetic[:k=v,...]"          seeded synthetic
+//   agentic sessions (see synthetic_trace.h for keys) <path>                         a directory of session
+//   files, a .tar / .tar.gz, or one
 //                                  .json (Claude Code session) / .jsonl (Mooncake) file, optionally .gz
 // Bundled traces are looked up in $DELTASERVE_DATA_DIR/traces, <source dir>/data/traces (compiled
 // in), ./data/traces, then <exe dir>/../data/traces and <exe dir>/../share/deltaserve/traces.

@@ -31,7 +31,8 @@ std::vector<TurnRef> visit_order(const Trace& trace) {
     for (size_t t = 0; t < trace.sessions[s].turns.size(); ++t) order.push_back({s, t});
   if (!trace.closed_loop)
     std::stable_sort(order.begin(), order.end(), [&](const TurnRef& a, const TurnRef& b) {
-      return trace.sessions[a.session].turns[a.turn].arrival_s < trace.sessions[b.session].turns[b.turn].arrival_s;
+      return trace.sessions[a.session].turns[a.turn].arrival_s <
+             trace.sessions[b.session].turns[b.turn].arrival_s;
     });
   return order;
 }
@@ -52,8 +53,10 @@ std::vector<std::vector<int64_t>> theoretical_hit_tokens(const Trace& trace) {
     for (int64_t b = 0; b < full; ++b) {
       h = extend_prefix(h, turn.hash_ids[static_cast<size_t>(b)]);
       bool inserted = seen.insert(h).second;
-      if (matching && !inserted) ++matched;
-      else matching = false;
+      if (matching && !inserted)
+        ++matched;
+      else
+        matching = false;
     }
     hits[ref.session][ref.turn] = matched * bt;
   }
@@ -86,7 +89,8 @@ TraceSummary summarize(const Trace& trace) {
   sum.n_turns = static_cast<int64_t>(in.size());
   sum.median_input_tokens = median(in);
   sum.median_output_tokens = median(out);
-  sum.mean_output_tokens = in.empty() ? 0 : static_cast<double>(sum.total_output_tokens) / static_cast<double>(in.size());
+  sum.mean_output_tokens =
+      in.empty() ? 0 : static_cast<double>(sum.total_output_tokens) / static_cast<double>(in.size());
   sum.median_turns_per_session = median(turns);
   return sum;
 }

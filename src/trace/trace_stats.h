@@ -24,8 +24,8 @@ struct TraceSummary {
   int64_t n_turns = 0;
   int64_t total_input_tokens = 0;
   int64_t total_output_tokens = 0;
-  double median_input_tokens = 0;     // over all turns
-  double median_output_tokens = 0;    // over all turns
+  double median_input_tokens = 0;   // over all turns
+  double median_output_tokens = 0;  // over all turns
   double mean_output_tokens = 0;
   double median_turns_per_session = 0;
 };

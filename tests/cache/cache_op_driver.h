@@ -28,8 +28,8 @@ class ByteSource {
 
 inline CacheConfig driver_config(ByteSource& in) {
   static const char* kRetention[] = {"every-block", "interval", "semantic", "prompt-end", "none"};
-  static const char* kEviction[] = {"leaf-lru", "consumed-state-lru", "flop-per-byte:1", "flop-per-byte:0",
-                                    "seglen:0.85", "seglen:0"};
+  static const char* kEviction[] = {"leaf-lru",        "consumed-state-lru", "flop-per-byte:1",
+                                    "flop-per-byte:0", "seglen:0.85",        "seglen:0"};
   CacheConfig c;
   c.page_tokens = 2 + in.pick(4);
   c.sizes.kv_bytes_per_token = 1 + in.pick(2);
@@ -95,7 +95,8 @@ class CacheOpDriver {
   void check_hit(const CacheHit& h, size_t prompt_len) const {
     expect(h.n_hit_tokens >= 0 && h.n_hit_tokens <= h.n_kv_tokens, "hit > kv-reachable");
     expect(h.n_kv_tokens % page_ == 0 && h.n_hit_tokens % page_ == 0, "hit not page aligned");
-    expect(prompt_len == 0 || h.n_kv_tokens < static_cast<int64_t>(prompt_len), "hit covers the whole prompt");
+    expect(prompt_len == 0 || h.n_kv_tokens < static_cast<int64_t>(prompt_len),
+           "hit covers the whole prompt");
     expect(h.n_hit_device_tokens + h.n_hit_host_tokens == h.n_hit_tokens, "tier split does not add up");
     expect(h.n_lost_tokens == h.n_kv_tokens - h.n_hit_tokens, "lost tokens wrong");
   }

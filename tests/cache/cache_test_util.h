@@ -11,8 +11,9 @@
 
 namespace ds::test {
 
-inline CacheConfig small_config(const std::string& retention, const std::string& eviction, int64_t device_bytes,
-                                int64_t host_bytes = -1, int64_t ckpt_bytes = 4, int64_t live_bytes = 0) {
+inline CacheConfig small_config(const std::string& retention, const std::string& eviction,
+                                int64_t device_bytes, int64_t host_bytes = -1, int64_t ckpt_bytes = 4,
+                                int64_t live_bytes = 0) {
   CacheConfig c;
   c.page_tokens = 4;
   c.sizes.kv_bytes_per_token = 1;  // page = 4 bytes

@@ -20,11 +20,12 @@ TEST(CacheProperty, RandomOperationSequencesKeepInvariants) {
     const CacheConfig cfg = test::driver_config(in);
     test::CacheOpDriver driver(cfg);
     ASSERT_NO_THROW(driver.run(in, 1000)) << "seed " << seed << " retention " << cfg.retention << " eviction "
-                                         << cfg.eviction << " tiers " << cfg.tiers.size();
+                                          << cfg.eviction << " tiers " << cfg.tiers.size();
     const CacheStats& s = driver.cache().stats();
     hits += s.hit_tokens;
     demotions += s.n_evictions(EvictReason::kv_demoted);
-    ckpt_alone += s.n_evictions(EvictReason::checkpoint_dropped) + s.n_evictions(EvictReason::checkpoint_demoted);
+    ckpt_alone +=
+        s.n_evictions(EvictReason::checkpoint_dropped) + s.n_evictions(EvictReason::checkpoint_demoted);
     failed += s.failed_reserves + s.failed_admissions;
     promoted += s.pages_promoted;
     for (auto e : s.evictions) evictions += e;

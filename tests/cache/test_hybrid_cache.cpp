@@ -20,8 +20,8 @@ TEST(HybridCache, EveryBlockHitsLongestRestorablePrefix) {
   const auto a = iota_tokens(100, 18), out = iota_tokens(500, 2);
   const CacheHit first = run_request(cache, a, out);
   EXPECT_EQ(first.n_hit_tokens, 0);
-  EXPECT_EQ(cache.stats().pages_inserted, 5);        // 20 tokens computed -> 5 full pages
-  EXPECT_EQ(cache.stats().checkpoints_created, 5);   // 4, 8, 12, 16 (prompt) and 20 (decode)
+  EXPECT_EQ(cache.stats().pages_inserted, 5);       // 20 tokens computed -> 5 full pages
+  EXPECT_EQ(cache.stats().checkpoints_created, 5);  // 4, 8, 12, 16 (prompt) and 20 (decode)
 
   const CacheHit same = cache.match(a);  // at least one token is recomputed: pages inside [0, 17)
   EXPECT_EQ(same.n_kv_tokens, 16);
@@ -60,18 +60,19 @@ TEST_P(MultiTurn, NextPromptExtendsPreviousPromptAndOutput) {
   EXPECT_EQ(cache.stats().prompt_tokens, 20 + 36);
 }
 
-INSTANTIATE_TEST_SUITE_P(Retention, MultiTurn,
-                         ::testing::Values(MultiTurnCase{"every-block", 24, 24},
-                                           MultiTurnCase{"interval:16", 20, 24},  // prompt end 20; no multiple of 16 in (20, 26]
-                                           MultiTurnCase{"prompt-end", 20, 24},
-                                           MultiTurnCase{"semantic", 24, 24},     // last decoded token (26 -> 24)
-                                           MultiTurnCase{"none", 0, 24}),
-                         [](const auto& info) {
-                           std::string n = info.param.retention;
-                           for (char& ch : n)
-                             if (ch == ':' || ch == '-') ch = '_';
-                           return n;
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Retention, MultiTurn,
+    ::testing::Values(MultiTurnCase{"every-block", 24, 24},
+                      MultiTurnCase{"interval:16", 20, 24},  // prompt end 20; no multiple of 16 in (20, 26]
+                      MultiTurnCase{"prompt-end", 20, 24},
+                      MultiTurnCase{"semantic", 24, 24},  // last decoded token (26 -> 24)
+                      MultiTurnCase{"none", 0, 24}),
+    [](const auto& info) {
+      std::string n = info.param.retention;
+      for (char& ch : n)
+        if (ch == ':' || ch == '-') ch = '_';
+      return n;
+    });
 
 TEST(HybridCache, SemanticCheckpointsTheBranchPointOfASharedSystemPrompt) {
   HybridCache cache(small_config("semantic", "leaf-lru", 1 << 20));
@@ -91,7 +92,7 @@ TEST(HybridCache, SemanticCheckpointsTheBranchPointOfASharedSystemPrompt) {
   cache.commit(adm->seq, b, 24);
   cache.finish(adm->seq, b);
   cache.check_invariants();
-  EXPECT_EQ(cache.match(c).n_hit_tokens, 16);  // a third branch restores the shared prefix
+  EXPECT_EQ(cache.match(c).n_hit_tokens, 16);       // a third branch restores the shared prefix
   EXPECT_EQ(cache.stats().checkpoints_created, 3);  // 28 (A end), 16 (branch), 24 (B end)
 }
 
@@ -113,7 +114,8 @@ TEST(HybridCache, LeafLruEvictsTheOldestLeafFirstUnderPressure) {
 
 // A and Y each cache 2 pages + checkpoints at 4 and 8 (16 bytes each). A is hit again at 8, which
 // refreshes A's pages and the checkpoint it consumed. Then one 4-byte unit must go.
-void consumed_vs_path_scenario(HybridCache& cache, const std::vector<int32_t>& a, const std::vector<int32_t>& y) {
+void consumed_vs_path_scenario(HybridCache& cache, const std::vector<int32_t>& a,
+                               const std::vector<int32_t>& y) {
   run_request(cache, a);
   run_request(cache, y);
   EXPECT_EQ(run_request(cache, a).n_hit_tokens, 8);
@@ -177,8 +179,9 @@ TEST_P(ValueEviction, ValueVersusRecency) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Policies, ValueEviction,
-                         ::testing::Values(ValueCase{"flop-per-byte:1000", true}, ValueCase{"flop-per-byte:0", false},
-                                           ValueCase{"seglen:0", true}, ValueCase{"seglen:1", false}),
+                         ::testing::Values(ValueCase{"flop-per-byte:1000", true},
+                                           ValueCase{"flop-per-byte:0", false}, ValueCase{"seglen:0", true},
+                                           ValueCase{"seglen:1", false}),
                          [](const auto& info) {
                            std::string n = info.param.eviction;
                            for (char& ch : n)
@@ -256,9 +259,9 @@ TEST(HybridCache, LockedEntriesAreNeverEvictedAndReserveReportsNoRoom) {
   EXPECT_EQ(cache.stats().failed_reserves, 1);
   EXPECT_EQ(cache.match(s1).n_kv_tokens, 8);
   cache.check_invariants();
-  cache.abort(a1->seq);                     // committed pages stay cached, now unlocked
+  cache.abort(a1->seq);  // committed pages stay cached, now unlocked
   EXPECT_EQ(cache.match(s1).n_hit_tokens, 8);
-  EXPECT_TRUE(cache.reserve(a2->seq, 9));   // 12 bytes wanted, 8 free: evicts s1's leaf page
+  EXPECT_TRUE(cache.reserve(a2->seq, 9));  // 12 bytes wanted, 8 free: evicts s1's leaf page
   EXPECT_EQ(cache.match(s1).n_kv_tokens, 4);
   cache.abort(a2->seq);
   cache.check_invariants();
@@ -334,7 +337,7 @@ TEST(HybridCache, BadCallsThrowAndLeaveTheCacheConsistent) {
   EXPECT_THROW(cache.abort(42), Error);
   auto a = cache.admit(iota_tokens(0, 9));
   ASSERT_TRUE(a);
-  EXPECT_THROW(cache.commit(a->seq, iota_tokens(0, 9), 9), Error);   // nothing reserved
+  EXPECT_THROW(cache.commit(a->seq, iota_tokens(0, 9), 9), Error);  // nothing reserved
   ASSERT_TRUE(cache.reserve(a->seq, 9));
   EXPECT_THROW(cache.commit(a->seq, iota_tokens(0, 9), 10), Error);  // more than the tokens given
   EXPECT_THROW(cache.reserve(a->seq, -1), Error);

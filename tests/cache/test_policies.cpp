@@ -90,7 +90,8 @@ TEST(Eviction, FlopPerByteValuesLongerReplayHigherAndAlphaTradesRecency) {
 TEST(Eviction, SegLenRanksByReplayLength) {
   CacheModelSizes s{1, 4, 0, 0, 0};
   auto p = make_eviction_policy("seglen:0", s, 4);
-  EXPECT_GT(p->checkpoint_score(1, p->checkpoint_value(64, 64)), p->checkpoint_score(9, p->checkpoint_value(8, 8)));
+  EXPECT_GT(p->checkpoint_score(1, p->checkpoint_value(64, 64)),
+            p->checkpoint_score(9, p->checkpoint_value(8, 8)));
 }
 
 }  // namespace

@@ -13,7 +13,7 @@ TEST(PageHash, EqualPagesEqualKeysAndChainDependsOnParent) {
   EXPECT_EQ(hash_page(a), hash_page(a));
   EXPECT_NE(hash_page(a), hash_page(b));
   const uint64_t k1 = chain_key(kRootPageKey, hash_page(a));
-  EXPECT_NE(chain_key(k1, hash_page(a)), k1);                                // same page, deeper prefix
+  EXPECT_NE(chain_key(k1, hash_page(a)), k1);  // same page, deeper prefix
   EXPECT_NE(chain_key(k1, hash_page(b)), chain_key(chain_key(kRootPageKey, hash_page(b)), hash_page(b)));
 }
 

@@ -1,6 +1,6 @@
-#include "core/check.h"
-
 #include <gtest/gtest.h>
+
+#include "core/check.h"
 
 TEST(Check, ThrowsWithValues) {
   int n = 3;
@@ -14,4 +14,6 @@ TEST(Check, ThrowsWithValues) {
   }
 }
 
-TEST(Check, PassesSilently) { EXPECT_NO_THROW(DS_CHECK(1 + 1 == 2, "math")); }
+TEST(Check, PassesSilently) {
+  EXPECT_NO_THROW(DS_CHECK(1 + 1 == 2, "math"));
+}

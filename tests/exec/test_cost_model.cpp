@@ -24,7 +24,9 @@ const Fixture& kimi_linear() {
   return f;
 }
 
-StepWork one(int64_t n_new, int64_t ctx) { return StepWork{{SeqWork{n_new, ctx, 0, 0, 0}}}; }
+StepWork one(int64_t n_new, int64_t ctx) {
+  return StepWork{{SeqWork{n_new, ctx, 0, 0, 0}}};
+}
 
 TEST(CostModel, EmptyStepCostsNothing) {
   const CostModel cm(k3().model, k3().hw, CostOptions{});
@@ -67,9 +69,9 @@ TEST(CostModel, DecodeAtBatchOneIsWeightStreaming) {
       m.dense_bytes_per_gpu(1) + m.n_moe_layers() * m.config.moe.n_expert_per_token * m.expert_bytes();
   const double expect = active_bytes / (f.hw.hbm_bw_bytes_s * f.hw.memory_efficiency);
   EXPECT_NEAR(c.weights_s / expect, 1.0, 1e-12);
-  EXPECT_GT(c.weights_s, c.gemm_s);               // memory bound
-  EXPECT_NEAR(c.total_s / expect, 1.0, 0.03);     // KDA state + tiny KV add < 3%
-  EXPECT_EQ(c.comm_s, 0.0);                       // TP 1: no allreduce
+  EXPECT_GT(c.weights_s, c.gemm_s);            // memory bound
+  EXPECT_NEAR(c.total_s / expect, 1.0, 0.03);  // KDA state + tiny KV add < 3%
+  EXPECT_EQ(c.comm_s, 0.0);                    // TP 1: no allreduce
   // model-spec / perf-and-deps A.5: ~6 GB streamed per token, ~1.25 ms at full H200 bandwidth.
   EXPECT_NEAR(active_bytes / 1e9, 6.2, 0.3);
 }
@@ -109,7 +111,7 @@ TEST(CostModel, PrefillChargesKdaChunksAndAttention) {
   // Decode reads the whole context: memory bound at 128k.
   const StepCost d = cm.step(one(1, 131072));
   EXPECT_NEAR(d.attn_s / (131073.0 * 13'824 / (f.hw.hbm_bw_bytes_s * f.hw.memory_efficiency)), 1.0, 1e-12);
-  EXPECT_GT(c.gemm_s, c.weights_s);  // a large prefill chunk is compute bound
+  EXPECT_GT(c.gemm_s, c.weights_s);                   // a large prefill chunk is compute bound
   EXPECT_GT(c.comm_s, 2 * 93 * f.hw.comm_latency_s);  // TP 8: latency + bandwidth
   EXPECT_NEAR(c.total_s,
               std::max(c.weights_s, c.gemm_s) + c.attn_s + c.kda_s + c.checkpoint_s + c.comm_s + c.transfer_s,

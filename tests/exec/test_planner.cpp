@@ -1,6 +1,7 @@
 // Memory planner: the K3 / 8xB300 budget reproduces the seed's 3.25M KV tokens from the config
 // and hardware profile alone; other hardware and options behave as documented.
 #include <gtest/gtest.h>
+
 #include <nlohmann/json.hpp>
 
 #include "core/check.h"

@@ -1,10 +1,10 @@
 // Model and hardware profiles: bundled files parse, counts match model-spec §1/§8 and the tiny
 // fixtures' manifests exactly, bad input gives one clear error.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "core/check.h"
 #include "exec/hardware_profile.h"
@@ -63,26 +63,32 @@ TEST(HardwareProfile, BadInputIsOneClearError) {
     c[key] = v;
     return c;
   };
-  EXPECT_NE(error_of([&] { HardwareProfile::from_json(with("memory_efficiency", 1.5), "hw"); })
-                .find("`memory_efficiency` is an efficiency in (0, 1], got 1.5"),
+  EXPECT_NE(error_of([&] {
+              HardwareProfile::from_json(with("memory_efficiency", 1.5), "hw");
+            }).find("`memory_efficiency` is an efficiency in (0, 1], got 1.5"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { HardwareProfile::from_json(with("hbm_bytes", "lots"), "hw"); })
-                .find("`hbm_bytes` must be a number"),
+  EXPECT_NE(error_of([&] {
+              HardwareProfile::from_json(with("hbm_bytes", "lots"), "hw");
+            }).find("`hbm_bytes` must be a number"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { HardwareProfile::from_json(with("hbm_bw_bytes_s", -1), "hw"); })
-                .find("`hbm_bw_bytes_s` must be finite and >= 0"),
+  EXPECT_NE(error_of([&] {
+              HardwareProfile::from_json(with("hbm_bw_bytes_s", -1), "hw");
+            }).find("`hbm_bw_bytes_s` must be finite and >= 0"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { HardwareProfile::from_json(with("hbm_bandwidth", 1), "hw"); })
-                .find("unknown key `hbm_bandwidth`"),
+  EXPECT_NE(error_of([&] {
+              HardwareProfile::from_json(with("hbm_bandwidth", 1), "hw");
+            }).find("unknown key `hbm_bandwidth`"),
             std::string::npos);
   nlohmann::json no_src = j;
   no_src["sources"].erase("fp8_flops");
-  EXPECT_NE(error_of([&] { HardwareProfile::from_json(no_src, "hw"); }).find("`sources.fp8_flops` is missing"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of([&] { HardwareProfile::from_json(no_src, "hw"); }).find("`sources.fp8_flops` is missing"),
+      std::string::npos);
   nlohmann::json missing = j;
   missing.erase("nvlink_bw_bytes_s");
-  EXPECT_NE(error_of([&] { HardwareProfile::from_json(missing, "hw"); }).find("missing key `nvlink_bw_bytes_s`"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of([&] { HardwareProfile::from_json(missing, "hw"); }).find("missing key `nvlink_bw_bytes_s`"),
+      std::string::npos);
 }
 
 TEST(ModelProfile, KimiLinearCountsAreExact) {
@@ -95,9 +101,9 @@ TEST(ModelProfile, KimiLinearCountsAreExact) {
   EXPECT_EQ(m.weight(WeightKind::SharedExpert).params, 184'025'088);
   EXPECT_EQ(m.weight(WeightKind::DenseMlp).params, 63'700'992);
   EXPECT_EQ(m.routed_expert_format, "bf16");
-  EXPECT_EQ(m.kv_bytes_per_token(2), 8'064);         // 7 x 576 x 2 (model-spec §5.3)
-  EXPECT_EQ(m.kda_recurrent_bytes(), 41'943'040);    // 20 x 32 x 128^2 x 4 (§3.5)
-  EXPECT_EQ(m.kda_conv_bytes(), 1'474'560);          // 20 x 3 x 4096 x 3 x 2
+  EXPECT_EQ(m.kv_bytes_per_token(2), 8'064);       // 7 x 576 x 2 (model-spec §5.3)
+  EXPECT_EQ(m.kda_recurrent_bytes(), 41'943'040);  // 20 x 32 x 128^2 x 4 (§3.5)
+  EXPECT_EQ(m.kda_conv_bytes(), 1'474'560);        // 20 x 3 x 4096 x 3 x 2
   EXPECT_EQ(m.weight_bytes(), 2.0 * 49'122'681'728);
   // ~3B active (model name "A3B").
   EXPECT_NEAR(double(m.active_params_per_token()) / 1e9, 3.0, 0.25);
@@ -106,14 +112,14 @@ TEST(ModelProfile, KimiLinearCountsAreExact) {
 TEST(ModelProfile, KimiK3MatchesPublishedTotals) {
   const ModelProfile m = ModelProfile::load(kData + "/models/kimi-k3/config.json");
   EXPECT_TRUE(m.config.multimodal_wrapper);
-  EXPECT_NEAR(double(m.total_params()) / 1e12, 2.78, 0.01);             // §8: ≈ 2.78T
-  EXPECT_NEAR(double(m.active_params_per_token()) / 1e9, 104.2, 1.0);   // §8: 104.2B activated
+  EXPECT_NEAR(double(m.total_params()) / 1e12, 2.78, 0.01);            // §8: ≈ 2.78T
+  EXPECT_NEAR(double(m.active_params_per_token()) / 1e9, 104.2, 1.0);  // §8: 104.2B activated
   EXPECT_EQ(m.weight(WeightKind::RoutedExpert).params, 92LL * 896 * 3 * 3072 * 3584);
   EXPECT_EQ(m.routed_expert_format, "mxfp4");
   EXPECT_DOUBLE_EQ(m.weight(WeightKind::RoutedExpert).bits, 4.25);  // E2M1 + E8M0 per 32
-  EXPECT_EQ(m.kv_bytes_per_token(2), 27'648);   // 24 x 1152 (§5.3)
-  EXPECT_EQ(m.kv_bytes_per_token(1), 13'824);   // FP8 latent
-  EXPECT_EQ(m.kda_recurrent_bytes(), 69LL * 96 * 128 * 128 * 4);  // ≈ 434 MB (§8)
+  EXPECT_EQ(m.kv_bytes_per_token(2), 27'648);                       // 24 x 1152 (§5.3)
+  EXPECT_EQ(m.kv_bytes_per_token(1), 13'824);                       // FP8 latent
+  EXPECT_EQ(m.kda_recurrent_bytes(), 69LL * 96 * 128 * 128 * 4);    // ≈ 434 MB (§8)
   EXPECT_EQ(m.n_moe_layers(), 92);
   // Weights: ~1.45 TB of MXFP4 experts + ~0.11 TB bf16 rest ("~1.5 TB" MXFP4 checkpoint).
   EXPECT_NEAR(m.weight_bytes() / 1e12, 1.56, 0.02);
@@ -171,7 +177,8 @@ TEST(ModelProfile, BadModelInputIsOneClearError) {
   nlohmann::json j = nlohmann::json::parse(kTinyKimiLinear);
   j["quantization_config"] = {{"quant_method", "awq"}};
   const std::string awq = write_temp("model_awq.json", j.dump());
-  EXPECT_NE(error_of([&] { ModelProfile::load(awq); }).find("unsupported quantization_config"), std::string::npos);
+  EXPECT_NE(error_of([&] { ModelProfile::load(awq); }).find("unsupported quantization_config"),
+            std::string::npos);
 }
 
 }  // namespace

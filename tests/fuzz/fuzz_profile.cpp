@@ -1,9 +1,8 @@
 // Fuzz target: arbitrary bytes as a hardware profile JSON and as a model config.json, then the
 // model profile, memory plan and one cost-model step. Only ds::Error may escape the parsers.
-#include <nlohmann/json.hpp>
-
 #include <cstddef>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 
 #include "core/check.h"
 #include "exec/cost_model.h"

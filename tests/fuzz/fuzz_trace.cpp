@@ -16,8 +16,10 @@ void check_trace(const ds::Trace& t) {
   for (const ds::TraceSession& s : t.sessions)
     for (const ds::TraceTurn& turn : s.turns) {
       size_t need = static_cast<size_t>((turn.n_input_tokens + t.block_tokens - 1) / t.block_tokens);
-      if (turn.hash_ids.size() != need || turn.n_input_tokens < 1 || turn.n_output_tokens < 0) __builtin_trap();
-      if (turn.n_input_tokens <= 4096 && ds::turn_tokens(turn, t.block_tokens).size() != size_t(turn.n_input_tokens))
+      if (turn.hash_ids.size() != need || turn.n_input_tokens < 1 || turn.n_output_tokens < 0)
+        __builtin_trap();
+      if (turn.n_input_tokens <= 4096 &&
+          ds::turn_tokens(turn, t.block_tokens).size() != size_t(turn.n_input_tokens))
         __builtin_trap();
     }
   double rate = ds::theoretical_hit_rate(t);

@@ -13,9 +13,11 @@ namespace ds {
 namespace {
 
 TEST(Attention, MatchesReference) {
-  struct Case { int64_t n_q, n_kv, H, Dk, Dv; };
-  for (Case c : {Case{1, 1, 1, 4, 4}, Case{5, 5, 2, 96, 64}, Case{37, 37, 3, 96, 64},
-                 Case{1, 70, 4, 20, 17}, Case{30, 130, 2, 96, 64}}) {
+  struct Case {
+    int64_t n_q, n_kv, H, Dk, Dv;
+  };
+  for (Case c : {Case{1, 1, 1, 4, 4}, Case{5, 5, 2, 96, 64}, Case{37, 37, 3, 96, 64}, Case{1, 70, 4, 20, 17},
+                 Case{30, 130, 2, 96, 64}}) {
     SCOPED_TRACE(testing::Message() << c.n_q << "/" << c.n_kv << " H" << c.H);
     const AttnDims d{c.n_q, c.n_kv, c.H, c.Dk, c.Dv};
     const int64_t qs = c.H * c.Dk + 3, ks = c.H * c.Dk + 1, vs = c.H * c.Dv + 2, os = c.H * c.Dv + 5;
@@ -42,8 +44,10 @@ TEST(Attention, HandComputedTwoKeys) {
 
 TEST(Attention, RejectsBadDims) {
   std::vector<float> x(64);
-  EXPECT_THROW(attention_causal({3, 2, 1, 4, 4}, x.data(), 4, x.data(), 4, x.data(), 4, 1.0f, x.data(), 4), Error);
-  EXPECT_THROW(attention_causal({1, 1, 2, 4, 4}, x.data(), 4, x.data(), 8, x.data(), 8, 1.0f, x.data(), 8), Error);
+  EXPECT_THROW(attention_causal({3, 2, 1, 4, 4}, x.data(), 4, x.data(), 4, x.data(), 4, 1.0f, x.data(), 4),
+               Error);
+  EXPECT_THROW(attention_causal({1, 1, 2, 4, 4}, x.data(), 4, x.data(), 8, x.data(), 8, 1.0f, x.data(), 8),
+               Error);
 }
 
 }  // namespace

@@ -36,8 +36,7 @@ struct KdaCase {
 
 constexpr double kStateTol = 1e-5;  // fixture tolerance on states
 
-void expect_close(const std::vector<float>& a, const std::vector<float>& b, double tol,
-                  const char* what) {
+void expect_close(const std::vector<float>& a, const std::vector<float>& b, double tol, const char* what) {
   ASSERT_EQ(a.size(), b.size()) << what;
   EXPECT_LE(test::max_abs_diff(a.data(), b.data(), a.size()), tol) << what;
 }
@@ -53,8 +52,8 @@ TEST(KdaChunked, MatchesRecurrentWithCarriedStateAndBoundaries) {
       std::vector<float> S_ref = c.S0, o_ref(size_t(T * 3 * 48));
       for (int64_t s = 0; s < T; ++s) {
         KdaDims one{1, 3, 32, 48};
-        KdaTensors tt{c.q.data() + s * 3 * 32, c.k.data() + s * 3 * 32, c.v.data() + s * 3 * 48,
-                      c.g.data() + s * 3 * 32, c.beta.data() + s * 3, S_ref.data(),
+        KdaTensors tt{c.q.data() + s * 3 * 32,  c.k.data() + s * 3 * 32, c.v.data() + s * 3 * 48,
+                      c.g.data() + s * 3 * 32,  c.beta.data() + s * 3,   S_ref.data(),
                       o_ref.data() + s * 3 * 48};
         kda_recurrent_ref(one, tt, 0.125f);
         ref_states.push_back(S_ref);
@@ -95,8 +94,8 @@ TEST(KdaChunked, SplitCallsEqualOneCall) {
   KdaDims a{100, 2, 64, 64}, b{30, 2, 64, 64};
   kda_chunked(a, c.tensors(S2.data(), o2.data()), 0.125f, 64);
   const int64_t off = 100 * 2 * 64;
-  KdaTensors tb{c.q.data() + off, c.k.data() + off, c.v.data() + off, c.g.data() + off,
-                c.beta.data() + 100 * 2, S2.data(), o2.data() + off};
+  KdaTensors tb{c.q.data() + off,        c.k.data() + off, c.v.data() + off, c.g.data() + off,
+                c.beta.data() + 100 * 2, S2.data(),        o2.data() + off};
   kda_chunked(b, tb, 0.125f, 64);
   expect_close(S2, S1, kStateTol, "state");
   expect_close(o2, o1, kStateTol, "output");
@@ -121,7 +120,8 @@ TEST(KdaRecurrent, HandComputedSingleToken) {
   // Decayed S = [[.5],[1]]; e = 3 - .5 = 2.5; S = [[.5 + 1.25],[1]] = [[1.75],[1]]; o = 1 * scale.
   std::vector<float> q{0, 1}, k{1, 0}, v{3}, g{std::log(0.5f), std::log(0.5f)}, beta{0.5f};
   std::vector<float> S{1, 2}, o{0};
-  kda_recurrent_ref({1, 1, 2, 1}, {q.data(), k.data(), v.data(), g.data(), beta.data(), S.data(), o.data()}, 2.0f);
+  kda_recurrent_ref({1, 1, 2, 1}, {q.data(), k.data(), v.data(), g.data(), beta.data(), S.data(), o.data()},
+                    2.0f);
   EXPECT_FLOAT_EQ(S[0], 1.75f);
   EXPECT_FLOAT_EQ(S[1], 1.0f);
   EXPECT_FLOAT_EQ(o[0], 2.0f);
@@ -132,8 +132,7 @@ TEST(KdaChunked, RejectsBadBoundaries) {
   std::vector<float> S = c.S0, o(size_t(100 * 16)), buf(S.size());
   float* p = buf.data();
   const int64_t not_multiple[] = {50};
-  EXPECT_THROW(kda_chunked(c.d, c.tensors(S.data(), o.data()), 1.0f, 64, not_multiple, {&p, 1}),
-               Error);
+  EXPECT_THROW(kda_chunked(c.d, c.tensors(S.data(), o.data()), 1.0f, 64, not_multiple, {&p, 1}), Error);
   const int64_t past_end[] = {128};
   EXPECT_THROW(kda_chunked(c.d, c.tensors(S.data(), o.data()), 1.0f, 64, past_end, {&p, 1}), Error);
   const int64_t ok[] = {64};

@@ -3,7 +3,6 @@
 // float64 oracle's o and S_final within the fixture's 1e-5. Reads golden.safetensors with a
 // minimal local parser (header JSON + F32 payload) so this test depends on ds_kernels only.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <cmath>
 #include <cstdlib>
@@ -11,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -27,8 +27,7 @@ struct F32Tensor {
 };
 
 // All F32 tensors of a safetensors file whose name starts with `prefix`.
-std::map<std::string, F32Tensor> read_f32_tensors(const std::string& path,
-                                                  const std::string& prefix) {
+std::map<std::string, F32Tensor> read_f32_tensors(const std::string& path, const std::string& prefix) {
   std::ifstream f(path, std::ios::binary);
   uint64_t n = 0;
   f.read(reinterpret_cast<char*>(&n), 8);

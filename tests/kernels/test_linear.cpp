@@ -38,8 +38,8 @@ TEST(Linear, AllPathsMatchReferenceOnAwkwardShapes) {
     for (DType dt : {DType::F32, DType::BF16}) {
       const WeightView wv = w.view(dt, rows, cols);
       for (int64_t T : {1, 3, 5, 16, 17, 65}) {
-        SCOPED_TRACE(testing::Message() << "rows=" << rows << " cols=" << cols << " T=" << T
-                                        << " dtype=" << dtype_name(dt));
+        SCOPED_TRACE(testing::Message()
+                     << "rows=" << rows << " cols=" << cols << " T=" << T << " dtype=" << dtype_name(dt));
         const auto x = test::randn(size_t(T * cols), uint32_t(T));
         std::vector<float> ref(size_t(T * rows)), y(ref.size()), yv(ref.size()), ym(ref.size());
         linear_ref(x.data(), T, wv, ref.data());

@@ -43,8 +43,7 @@ TEST(ShortConv, MatchesReferenceAndSplitCalls) {
   std::vector<float> s2 = s0, y2(size_t(T * C));
   int64_t t0 = 0;
   for (int64_t n : {1, 2, 20}) {
-    short_conv_silu(x.data() + t0 * stride, stride, n, C, taps.data(), W, s2.data(),
-                    y2.data() + t0 * C, C);
+    short_conv_silu(x.data() + t0 * stride, stride, n, C, taps.data(), W, s2.data(), y2.data() + t0 * C, C);
     t0 += n;
   }
   EXPECT_LE(test::max_abs_diff(y2.data(), y_ref.data(), y2.size()), 1e-6);

@@ -1,8 +1,8 @@
 // Test helper: seeded random f32 / bf16 weight matrices owned by the test, viewed as WeightViews.
 #pragma once
 
-#include <cstdint>
 #include <cmath>
+#include <cstdint>
 #include <deque>
 #include <random>
 #include <vector>

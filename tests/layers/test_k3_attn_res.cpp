@@ -1,13 +1,12 @@
 #include <gtest/gtest.h>
 
-#include "random_weights.h"
-
 #include <cmath>
 #include <random>
 #include <vector>
 
 #include "core/check.h"
 #include "layers/attn_res.h"
+#include "random_weights.h"
 
 using namespace ds;
 using ds::testing::randn;

@@ -1,7 +1,5 @@
 #include <gtest/gtest.h>
 
-#include "random_weights.h"
-
 #include <cmath>
 #include <random>
 #include <vector>
@@ -9,6 +7,7 @@
 #include "core/check.h"
 #include "kernels/cpu/linear.h"
 #include "layers/k3_gates.h"
+#include "random_weights.h"
 
 using namespace ds;
 using ds::testing::randn;

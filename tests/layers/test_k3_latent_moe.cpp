@@ -1,7 +1,5 @@
 #include <gtest/gtest.h>
 
-#include "random_weights.h"
-
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -10,6 +8,7 @@
 
 #include "core/check.h"
 #include "layers/latent_moe.h"
+#include "random_weights.h"
 
 using namespace ds;
 using ds::testing::randn;

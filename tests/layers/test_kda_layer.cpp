@@ -42,8 +42,8 @@ KdaState fresh() {
 }
 
 // Runs x [T, D] through one sequence in the given pieces; returns y [T, D].
-std::vector<float> run_pieces(const KdaLayer& L, const std::vector<float>& x, const std::vector<int64_t>& pieces,
-                              KdaState* st) {
+std::vector<float> run_pieces(const KdaLayer& L, const std::vector<float>& x,
+                              const std::vector<int64_t>& pieces, KdaState* st) {
   std::vector<float> y(x.size());
   int64_t off = 0;
   for (int64_t n : pieces) {
@@ -56,7 +56,8 @@ std::vector<float> run_pieces(const KdaLayer& L, const std::vector<float>& x, co
   return y;
 }
 
-void expect_near(const std::vector<float>& a, const std::vector<float>& b, float tol, const std::string& what) {
+void expect_near(const std::vector<float>& a, const std::vector<float>& b, float tol,
+                 const std::string& what) {
   ASSERT_EQ(a.size(), b.size()) << what;
   for (size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], tol) << what << " at " << i;
 }
@@ -125,7 +126,8 @@ TEST(KdaLayer, BatchOfDifferentLengthsEqualsSeparateRuns) {
   for (int s = 0; s < 3; ++s) {
     KdaState ref = fresh();
     const std::vector<float> yr = run_pieces(layer, xs[size_t(s)], {len[size_t(s)]}, &ref);
-    expect_near({y.begin() + b.begin(s) * kD, y.begin() + (b.begin(s) + len[size_t(s)]) * kD}, yr, 1e-6f, "y");
+    expect_near({y.begin() + b.begin(s) * kD, y.begin() + (b.begin(s) + len[size_t(s)]) * kD}, yr, 1e-6f,
+                "y");
     expect_near(st[size_t(s)].S, ref.S, 1e-6f, "S");
   }
 }

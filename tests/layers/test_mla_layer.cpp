@@ -54,7 +54,8 @@ std::vector<double> rms(std::vector<double> x, const std::vector<float>& w, doub
 }
 
 // Causal MLA over the whole sequence x [T, D] in double (model-spec §5.2), y [T, D].
-std::vector<double> reference(const MlaConfig& c, const MlaParams& p, const std::vector<float>& xf, int64_t T) {
+std::vector<double> reference(const MlaConfig& c, const MlaParams& p, const std::vector<float>& xf,
+                              int64_t T) {
   const int64_t H = c.n_head, dn = c.qk_nope_head_dim, dr = c.qk_rope_head_dim, dv = c.v_head_dim;
   const int64_t dq = dn + dr, R = c.kv_lora_rank;
   const std::vector<double> x(xf.begin(), xf.end());
@@ -65,7 +66,8 @@ std::vector<double> reference(const MlaConfig& c, const MlaParams& p, const std:
     const std::vector<double> qa = testing::ref_linear(x, T, p.q_a);
     std::vector<double> qn;
     for (int64_t t = 0; t < T; ++t) {
-      const std::vector<double> row = rms({qa.begin() + t * c.q_lora_rank, qa.begin() + (t + 1) * c.q_lora_rank}, p.q_a_norm, 1e-6);
+      const std::vector<double> row =
+          rms({qa.begin() + t * c.q_lora_rank, qa.begin() + (t + 1) * c.q_lora_rank}, p.q_a_norm, 1e-6);
       qn.insert(qn.end(), row.begin(), row.end());
     }
     q = testing::ref_linear(qn, T, p.q_b);
@@ -73,7 +75,8 @@ std::vector<double> reference(const MlaConfig& c, const MlaParams& p, const std:
   const std::vector<double> kv = testing::ref_linear(x, T, p.kv_a);
   std::vector<double> cn;
   for (int64_t t = 0; t < T; ++t) {
-    const std::vector<double> row = rms({kv.begin() + t * c.latent_dim(), kv.begin() + t * c.latent_dim() + R}, p.kv_a_norm, 1e-6);
+    const std::vector<double> row =
+        rms({kv.begin() + t * c.latent_dim(), kv.begin() + t * c.latent_dim() + R}, p.kv_a_norm, 1e-6);
     cn.insert(cn.end(), row.begin(), row.end());
   }
   const std::vector<double> kvb = testing::ref_linear(cn, T, p.kv_b);  // [T, H*(dn+dv)]
@@ -84,15 +87,18 @@ std::vector<double> reference(const MlaConfig& c, const MlaParams& p, const std:
       double m = -1e300, sum = 0;
       for (int64_t t = 0; t <= s; ++t) {
         double d = 0;
-        for (int64_t j = 0; j < dn; ++j) d += q[size_t((s * H + h) * dq + j)] * kvb[size_t((t * H + h) * (dn + dv) + j)];
-        for (int64_t j = 0; j < dr; ++j) d += q[size_t((s * H + h) * dq + dn + j)] * kv[size_t(t * c.latent_dim() + R + j)];
+        for (int64_t j = 0; j < dn; ++j)
+          d += q[size_t((s * H + h) * dq + j)] * kvb[size_t((t * H + h) * (dn + dv) + j)];
+        for (int64_t j = 0; j < dr; ++j)
+          d += q[size_t((s * H + h) * dq + dn + j)] * kv[size_t(t * c.latent_dim() + R + j)];
         sc[size_t(t)] = d / std::sqrt(double(dq));
         m = std::max(m, sc[size_t(t)]);
       }
       for (double& v : sc) sum += (v = std::exp(v - m));
       for (int64_t t = 0; t <= s; ++t)
         for (int64_t j = 0; j < dv; ++j)
-          o[size_t((s * H + h) * dv + j)] += sc[size_t(t)] / sum * kvb[size_t((t * H + h) * (dn + dv) + dn + j)];
+          o[size_t((s * H + h) * dv + j)] +=
+              sc[size_t(t)] / sum * kvb[size_t((t * H + h) * (dn + dv) + dn + j)];
     }
   return testing::ref_linear(o, T, p.o_proj);
 }
@@ -139,7 +145,8 @@ TEST_P(MlaForms, ExpandedAndAbsorbedMatchReference) {
   }
   MlaCache c3;  // Auto: prefill expanded, then absorbed one token at a time
   c3.init(cfg.latent_dim());
-  expect_near(run_pieces(layer, x, {4, 1, 1, 1, 1, 1, 1, 1, 1, 1}, MlaAttnMode::Auto, &c3), ref, 2e-5, "decode");
+  expect_near(run_pieces(layer, x, {4, 1, 1, 1, 1, 1, 1, 1, 1, 1}, MlaAttnMode::Auto, &c3), ref, 2e-5,
+              "decode");
 }
 
 INSTANTIATE_TEST_SUITE_P(QLora, MlaForms, ::testing::Values(0, 10));

@@ -33,7 +33,9 @@ MoeParams random_params(RandomWeights& rw, int E, int64_t D, int64_t I, std::vec
   return p;
 }
 
-double sig(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+double sig(double x) {
+  return 1.0 / (1.0 + std::exp(-x));
+}
 
 TEST(MoeLayer, BiasSelectsButWeightsComeFromUnbiasedScores) {
   RandomWeights rw(1);
@@ -81,7 +83,8 @@ TEST(MoeLayer, ForwardMatchesPerTokenReference) {
     std::vector<int> order(E);
     for (int e = 0; e < E; ++e) order[size_t(e)] = e;
     std::sort(order.begin(), order.end(), [&](int a, int b) {
-      return sig(logit[size_t(a)]) + copy.correction_bias[size_t(a)] > sig(logit[size_t(b)]) + copy.correction_bias[size_t(b)];
+      return sig(logit[size_t(a)]) + copy.correction_bias[size_t(a)] >
+             sig(logit[size_t(b)]) + copy.correction_bias[size_t(b)];
     });
     double sum = 0;
     for (int j = 0; j < k; ++j) sum += sig(logit[size_t(order[size_t(j)])]);

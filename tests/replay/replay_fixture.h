@@ -62,8 +62,10 @@ inline ReplayConfig k3_config(int concurrency, int64_t kv_tokens, const std::str
   rc.cache.sizes.kv_bytes_per_token = n.plan.kv_bytes_per_token;
   rc.cache.sizes.checkpoint_bytes = static_cast<int64_t>(n.plan.kda_state_bytes_per_gpu);
   rc.cache.sizes.live_state_bytes = rc.cache.sizes.checkpoint_bytes;
-  rc.cache.tiers = {CacheTier{.name = "hbm", .capacity_bytes = kv_tokens * n.plan.kv_bytes_per_token,
-                              .read_bw_bytes_per_s = 8e12, .write_bw_bytes_per_s = 8e12}};
+  rc.cache.tiers = {CacheTier{.name = "hbm",
+                              .capacity_bytes = kv_tokens * n.plan.kv_bytes_per_token,
+                              .read_bw_bytes_per_s = 8e12,
+                              .write_bw_bytes_per_s = 8e12}};
   rc.cache.retention = retention;
   rc.cache.eviction = eviction;
   return rc;

@@ -53,8 +53,8 @@ inline std::vector<int32_t> golden_i32(const std::string& name) {
 }
 
 // Asserts every element is within atol + rtol*|expected|; names the worst index and values.
-inline void expect_close(const float* actual, const float* expected, size_t n, float atol,
-                         float rtol, const std::string& what) {
+inline void expect_close(const float* actual, const float* expected, size_t n, float atol, float rtol,
+                         const std::string& what) {
   size_t bad = 0, worst = 0;
   double worst_excess = -1e30, max_abs = 0;
   for (size_t i = 0; i < n; ++i) {
@@ -64,14 +64,14 @@ inline void expect_close(const float* actual, const float* expected, size_t n, f
     if (!(excess <= 0)) ++bad;
     if (excess > worst_excess || std::isnan(d)) worst_excess = excess, worst = i;
   }
-  EXPECT_EQ(bad, 0u) << what << ": " << bad << " of " << n << " elements out of tolerance; worst at "
-                     << worst << ": actual " << actual[worst] << " expected " << expected[worst]
-                     << " (max |diff| " << max_abs << ")";
+  EXPECT_EQ(bad, 0u) << what << ": " << bad << " of " << n << " elements out of tolerance; worst at " << worst
+                     << ": actual " << actual[worst] << " expected " << expected[worst] << " (max |diff| "
+                     << max_abs << ")";
   std::printf("    max |diff| %-32s %.3g\n", what.c_str(), max_abs);
 }
 
-inline void expect_close(const std::vector<float>& actual, const std::vector<float>& expected,
-                         float atol, float rtol, const std::string& what) {
+inline void expect_close(const std::vector<float>& actual, const std::vector<float>& expected, float atol,
+                         float rtol, const std::string& what) {
   ASSERT_EQ(actual.size(), expected.size()) << what;
   expect_close(actual.data(), expected.data(), actual.size(), atol, rtol, what);
 }
@@ -92,7 +92,8 @@ inline std::vector<SequenceState> check_unpadded_batch(const ModelRunner& r, con
     states.push_back(r.new_sequence());
   }
   ForwardBatch b;
-  for (int64_t i = 0; i < n_rows; ++i) b.seqs.push_back({rows[size_t(i)], &states[size_t(i)], LogitsWant::All, {}});
+  for (int64_t i = 0; i < n_rows; ++i)
+    b.seqs.push_back({rows[size_t(i)], &states[size_t(i)], LogitsWant::All, {}});
   const ForwardResult out = r.forward(b);
   for (int64_t i = 0; i < n_rows; ++i) {
     const int64_t n = int64_t(rows[size_t(i)].size()), pad = S - n;

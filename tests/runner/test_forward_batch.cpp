@@ -42,13 +42,15 @@ TEST(ForwardBatch, CheckpointsEqualPrefixStatesAndResume) {
       } else {
         MlaCache& c = resume.mla[size_t(l)];
         c.n_tokens = cp.n_tokens;
-        c.latent.assign(st.mla[size_t(l)].latent.begin(), st.mla[size_t(l)].latent.begin() + cp.n_tokens * c.latent_dim);
+        c.latent.assign(st.mla[size_t(l)].latent.begin(),
+                        st.mla[size_t(l)].latent.begin() + cp.n_tokens * c.latent_dim);
       }
     }
     ForwardBatch rb;
     rb.seqs.push_back({std::span(ids).subspan(size_t(cp.n_tokens)), &resume, LogitsWant::All, {}});
     const std::vector<float> tail = r.forward(rb).logits[0];
-    expect_close(tail.data(), golden.data() + cp.n_tokens * V, tail.size(), kLogitAtol, kLogitRtol, "resume" + at);
+    expect_close(tail.data(), golden.data() + cp.n_tokens * V, tail.size(), kLogitAtol, kLogitRtol,
+                 "resume" + at);
   }
 }
 

@@ -81,15 +81,15 @@ TEST(KimiLinearTinyGolden, StateAfterPrompt65) {
     expect_close(st.kda[size_t(l)].conv, golden_f32(pre + ".conv"), kStateAtol, kStateRtol, pre + ".conv");
   }
   EXPECT_EQ(st.mla[3].n_tokens, 65);
-  expect_close(st.mla[3].latent, golden_f32("state_after_65.mla.layer_3.latent"), kStateAtol,
-               kStateRtol, "mla.layer_3.latent");
+  expect_close(st.mla[3].latent, golden_f32("state_after_65.mla.layer_3.latent"), kStateAtol, kStateRtol,
+               "mla.layer_3.latent");
 }
 
 // Three sequences of different lengths in ONE forward (the fixture's left-padded rows, unpadded).
 TEST(KimiLinearTinyGolden, BatchedDifferentLengths) {
-  const std::vector<SequenceState> states = check_unpadded_batch(
-      tiny_runner(), golden_i32("batch.input_ids"), golden_i32("batch.attention_mask"), golden_f32("batch.logits"),
-      3, "batch");
+  const std::vector<SequenceState> states =
+      check_unpadded_batch(tiny_runner(), golden_i32("batch.input_ids"), golden_i32("batch.attention_mask"),
+                           golden_f32("batch.logits"), 3, "batch");
   const int64_t lengths[3] = {65, 63, 5};
   for (int i = 0; i < 3; ++i) EXPECT_EQ(states[size_t(i)].n_tokens, lengths[i]);
 }

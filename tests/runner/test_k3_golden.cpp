@@ -174,8 +174,9 @@ TEST(K3TinyGolden, DISABLED_MlaLatentLayer4AtStateTolerance) {
 
 // The fixture's three left-padded rows, unpadded, as sequences of different lengths in ONE forward.
 TEST(K3TinyGolden, BatchedDifferentLengths) {
-  const std::vector<SequenceState> states = check_unpadded_batch(
-      k3_runner(), k3_i32("batch.input_ids"), k3_i32("batch.attention_mask"), k3_f32("batch.logits"), 3, "k3.batch");
+  const std::vector<SequenceState> states =
+      check_unpadded_batch(k3_runner(), k3_i32("batch.input_ids"), k3_i32("batch.attention_mask"),
+                           k3_f32("batch.logits"), 3, "k3.batch");
   const int64_t lengths[3] = {65, 63, 5};
   for (int i = 0; i < 3; ++i) EXPECT_EQ(states[size_t(i)].n_tokens, lengths[i]);
 }

@@ -2,7 +2,6 @@
 // greedy_generate, token parsing) on the tiny fixture: the written safetensors file holds the
 // golden logits / decode tensors with the right names, dtypes and shapes.
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <filesystem>
@@ -30,11 +29,13 @@ std::vector<float> read_f32(const SafetensorsFile& f, const std::string& name, s
 TEST(LogitsJob, WritesLogitsAndDecodeTensors) {
   const std::vector<int32_t> ids = golden_i32("prompt_65.input_ids");
   const std::string path = (std::filesystem::temp_directory_path() /
-                            ("ds_logits_job_" + std::to_string(::getpid()) + ".safetensors")).string();
+                            ("ds_logits_job_" + std::to_string(::getpid()) + ".safetensors"))
+                               .string();
   write_logits_job(path, run_logits_job(tiny_runner(), ids, 8));
   auto f = SafetensorsFile::open(path);
   EXPECT_EQ(f->tensors().size(), 3u);
-  expect_close(read_f32(*f, "logits", {65, 512}), golden_f32("prompt_65.logits"), kLogitAtol, kLogitRtol, "file.logits");
+  expect_close(read_f32(*f, "logits", {65, 512}), golden_f32("prompt_65.logits"), kLogitAtol, kLogitRtol,
+               "file.logits");
   expect_close(read_f32(*f, "decode_logits", {8, 512}), golden_f32("decode.step_logits"), kLogitAtol,
                kLogitRtol, "file.decode_logits");
   const TensorRef* tok = f->find("decode_tokens");
@@ -50,17 +51,20 @@ TEST(LogitsJob, WritesLogitsAndDecodeTensors) {
 
 TEST(LogitsJob, WithoutDecodeWritesOnlyLogits) {
   const std::string path = (std::filesystem::temp_directory_path() /
-                            ("ds_logits_job1_" + std::to_string(::getpid()) + ".safetensors")).string();
+                            ("ds_logits_job1_" + std::to_string(::getpid()) + ".safetensors"))
+                               .string();
   write_logits_job(path, run_logits_job(tiny_runner(), golden_i32("prompt_5.input_ids"), 0));
   auto f = SafetensorsFile::open(path);
   EXPECT_EQ(f->tensors().size(), 1u);
-  expect_close(read_f32(*f, "logits", {5, 512}), golden_f32("prompt_5.logits"), kLogitAtol, kLogitRtol, "file.logits5");
+  expect_close(read_f32(*f, "logits", {5, 512}), golden_f32("prompt_5.logits"), kLogitAtol, kLogitRtol,
+               "file.logits5");
   f.reset();
   std::filesystem::remove(path);
 }
 
 TEST(LogitsJob, GreedyGenerateEqualsDecodeTokens) {
-  const std::vector<int32_t> out = greedy_generate(tiny_runner(), golden_i32("prompt_65.input_ids"), 8, false);
+  const std::vector<int32_t> out =
+      greedy_generate(tiny_runner(), golden_i32("prompt_65.input_ids"), 8, false);
   EXPECT_EQ(out, golden_i32("decode.tokens"));
 }
 

@@ -1,10 +1,9 @@
 // Claude Code session parsing: the bundled sample, sub-agents, namespacing, malformed input.
-#include "trace/claude_code_trace.h"
-
 #include <gtest/gtest.h>
 
 #include "core/check.h"
 #include "trace/block_hash.h"
+#include "trace/claude_code_trace.h"
 #include "trace/trace_stats.h"
 #include "trace_test_util.h"
 
@@ -96,27 +95,32 @@ TEST(ClaudeCodeTrace, MalformedRequestsNameFileLineAndRequest) {
   auto with = [](const std::string& req) {
     return "{\"id\":\"s\",\"requests\":[\n{\"t\":0,\"in\":64,\"out\":1,\"hash_ids\":[1]},\n" + req + "]}";
   };
-  EXPECT_EQ(error_of(with(R"({"t":1,"out":1,"hash_ids":[1]})")), "dir/s1.json:3: request 1: missing field `in`");
+  EXPECT_EQ(error_of(with(R"({"t":1,"out":1,"hash_ids":[1]})")),
+            "dir/s1.json:3: request 1: missing field `in`");
   EXPECT_EQ(error_of(with(R"({"t":1,"in":-5,"out":1,"hash_ids":[]})")),
             "dir/s1.json:3: request 1: field `in` = -5 must be in [1, 67108864]");
   EXPECT_EQ(error_of(with(R"({"t":1,"in":64,"out":-1,"hash_ids":[1]})")),
             "dir/s1.json:3: request 1: field `out` = -1 must be in [0, 67108864]");
-  EXPECT_EQ(error_of(with(R"({"t":1,"in":200,"out":1,"hash_ids":[1]})")),
-            "dir/s1.json:3: request 1: `hash_ids` has 1 ids but `in` = 200 needs 3 (full 64-token blocks) or 4 "
-            "(with the partial last block)");
+  EXPECT_EQ(
+      error_of(with(R"({"t":1,"in":200,"out":1,"hash_ids":[1]})")),
+      "dir/s1.json:3: request 1: `hash_ids` has 1 ids but `in` = 200 needs 3 (full 64-token blocks) or 4 "
+      "(with the partial last block)");
   EXPECT_EQ(error_of(with(R"({"t":1,"in":64,"out":1,"hash_ids":[-3]})")),
             "dir/s1.json:3: request 1: `hash_ids` holds a negative id -3");
   EXPECT_EQ(error_of(with(R"({"t":1,"in":"64","out":1,"hash_ids":[1]})")),
             "dir/s1.json:3: field `in` must be an integer");
-  EXPECT_EQ(error_of(with(R"({"t":-1,"in":64,"out":1,"hash_ids":[1]})")), "dir/s1.json:3: field `t` = -1 must be >= 0");
+  EXPECT_EQ(error_of(with(R"({"t":-1,"in":64,"out":1,"hash_ids":[1]})")),
+            "dir/s1.json:3: field `t` = -1 must be >= 0");
   EXPECT_EQ(error_of("{\"id\":\"s\",\"requests\":[{\"t\":0,"), "dir/s1.json:1: expected a member name");
   EXPECT_EQ(error_of(R"({"id":"s"})"), "dir/s1.json:1: missing field `requests`");
   EXPECT_EQ(error_of(R"([1,2])"), "dir/s1.json:1: a session file must hold one JSON object");
-  EXPECT_EQ(error_of(R"({"block_size":0,"requests":[]})"), "dir/s1.json:1: field `block_size` = 0 must be in [1, 1048576]");
+  EXPECT_EQ(error_of(R"({"block_size":0,"requests":[]})"),
+            "dir/s1.json:1: field `block_size` = 0 must be in [1, 1048576]");
 }
 
 TEST(ClaudeCodeTrace, FullAndCeilHashIdCountsAreBothAccepted) {
-  Trace t = parse(R"({"id":"s","requests":[{"t":0,"in":65,"out":1,"hash_ids":[1,2]},{"t":1,"in":65,"out":1,"hash_ids":[1]}]})");
+  Trace t = parse(
+      R"({"id":"s","requests":[{"t":0,"in":65,"out":1,"hash_ids":[1,2]},{"t":1,"in":65,"out":1,"hash_ids":[1]}]})");
   ASSERT_EQ(t.sessions[0].turns.size(), 2u);
   EXPECT_EQ(t.sessions[0].turns[0].hash_ids.size(), 2u);
   EXPECT_EQ(t.sessions[0].turns[1].hash_ids.size(), 2u);
@@ -126,7 +130,8 @@ TEST(ClaudeCodeTrace, SkipBadCountsSkippedRequestsAndFiles) {
   TraceOptions opt;
   opt.skip_bad = true;
   Trace t;
-  std::string text = R"({"id":"s","requests":[{"t":0,"in":64,"out":1,"hash_ids":[1]},{"t":1,"in":64,"hash_ids":[1]},
+  std::string text =
+      R"({"id":"s","requests":[{"t":0,"in":64,"out":1,"hash_ids":[1]},{"t":1,"in":64,"hash_ids":[1]},
     {"t":2,"in":-1,"out":1,"hash_ids":[]},{"t":3,"type":"subagent","requests":[{"t":0,"in":9,"out":1,"hash_ids":[5,6]}]},
     {"t":4,"in":128,"out":1,"hash_ids":[1,2]}]})";
   parse_claude_code_session(text, "s.json", opt, true, t);
@@ -141,11 +146,12 @@ TEST(ClaudeCodeTrace, SkipBadCountsSkippedRequestsAndFiles) {
 TEST(ClaudeCodeTrace, DifferentBlockSizesAcrossFilesAreAnError) {
   Trace t;
   parse_claude_code_session(R"({"block_size":64,"requests":[]})", "a.json", {}, true, t);
-  EXPECT_THROW(parse_claude_code_session(R"({"block_size":16,"requests":[]})", "b.json", {}, false, t), Error);
+  EXPECT_THROW(parse_claude_code_session(R"({"block_size":16,"requests":[]})", "b.json", {}, false, t),
+               Error);
   TraceOptions skip;
   skip.skip_bad = true;
-  parse_claude_code_session(R"({"block_size":16,"requests":[{"t":0,"in":16,"out":1,"hash_ids":[1]}]})", "b.json", skip,
-                            false, t);
+  parse_claude_code_session(R"({"block_size":16,"requests":[{"t":0,"in":16,"out":1,"hash_ids":[1]}]})",
+                            "b.json", skip, false, t);
   EXPECT_EQ(t.n_skipped_bad, 1);
   EXPECT_TRUE(t.sessions.empty());
   EXPECT_EQ(t.block_tokens, 64);

@@ -1,8 +1,7 @@
-#include "trace/json_cursor.h"
-
 #include <gtest/gtest.h>
 
 #include "core/check.h"
+#include "trace/json_cursor.h"
 
 namespace ds {
 namespace {

@@ -1,10 +1,9 @@
 // Mooncake JSONL parsing: the bundled FAST'25 files and malformed lines.
-#include "trace/mooncake_trace.h"
-
 #include <gtest/gtest.h>
 
 #include "core/check.h"
 #include "trace/block_hash.h"
+#include "trace/mooncake_trace.h"
 #include "trace/trace_stats.h"
 #include "trace_test_util.h"
 
@@ -23,9 +22,10 @@ std::string error_of(const std::string& text) {
 
 TEST(MooncakeTrace, ParsesLinesAsOpenLoopRequests) {
   Trace t;
-  parse_mooncake_jsonl("{\"timestamp\": 1500, \"input_length\": 600, \"output_length\": 9, \"hash_ids\": [0, 1]}\n\n"
-                       "{\"timestamp\": 2000, \"input_length\": 512, \"output_length\": 0, \"hash_ids\": [0], \"x\": {}}\n",
-                       "m.jsonl", {}, t);
+  parse_mooncake_jsonl(
+      "{\"timestamp\": 1500, \"input_length\": 600, \"output_length\": 9, \"hash_ids\": [0, 1]}\n\n"
+      "{\"timestamp\": 2000, \"input_length\": 512, \"output_length\": 0, \"hash_ids\": [0], \"x\": {}}\n",
+      "m.jsonl", {}, t);
   EXPECT_FALSE(t.closed_loop);
   EXPECT_EQ(t.block_tokens, 512);
   ASSERT_EQ(t.sessions.size(), 2u);
@@ -45,7 +45,8 @@ TEST(MooncakeTrace, MalformedLinesNameFileAndLine) {
   std::string ok = "{\"timestamp\":0,\"input_length\":10,\"output_length\":1,\"hash_ids\":[1]}\n";
   EXPECT_EQ(error_of(ok + "{\"timestamp\":0,\"input_length\":10,\"output_length\":1,\"hash_ids\":[1]\n"),
             "m.jsonl:2: expected ',', got end of input");
-  EXPECT_EQ(error_of(ok + "{\"timestamp\":0,\"output_length\":1,\"hash_ids\":[1]}"), "m.jsonl:2: missing field `input_length`");
+  EXPECT_EQ(error_of(ok + "{\"timestamp\":0,\"output_length\":1,\"hash_ids\":[1]}"),
+            "m.jsonl:2: missing field `input_length`");
   EXPECT_EQ(error_of(ok + ok + "{\"timestamp\":0,\"input_length\":-4,\"output_length\":1,\"hash_ids\":[]}"),
             "m.jsonl:3: field `input_length` = -4 must be in [1, 67108864]");
   EXPECT_EQ(error_of("{\"timestamp\":0,\"input_length\":1025,\"output_length\":1,\"hash_ids\":[1,2]}"),
@@ -61,8 +62,9 @@ TEST(MooncakeTrace, SkipBadCountsLines) {
   TraceOptions opt;
   opt.skip_bad = true;
   Trace t;
-  parse_mooncake_jsonl("garbage\n{\"timestamp\":0,\"input_length\":10,\"output_length\":1,\"hash_ids\":[1]}\n{\"a\":1}\n", "m",
-                       opt, t);
+  parse_mooncake_jsonl(
+      "garbage\n{\"timestamp\":0,\"input_length\":10,\"output_length\":1,\"hash_ids\":[1]}\n{\"a\":1}\n", "m",
+      opt, t);
   EXPECT_EQ(t.sessions.size(), 1u);
   EXPECT_EQ(t.n_skipped_bad, 2);
 }

@@ -1,10 +1,9 @@
 // Synthetic agentic generator: determinism per seed, the seed's medians, growing prompts on a
 // shared system prompt.
-#include "trace/synthetic_trace.h"
-
 #include <gtest/gtest.h>
 
 #include "core/check.h"
+#include "trace/synthetic_trace.h"
 #include "trace/trace_stats.h"
 
 namespace ds {
@@ -29,7 +28,9 @@ TEST(SyntheticTrace, DeterministicForASeed) {
   Trace c = load_trace("synthetic:sessions=6,seed=8");
   EXPECT_TRUE(same(a, b));
   EXPECT_FALSE(same(a, c));
-  EXPECT_EQ(a.source, "synthetic:sessions=6,turns=65,input=142000,output=444,system=17216,think=10,context=1000000,seed=7,block=64");
+  EXPECT_EQ(a.source,
+            "synthetic:sessions=6,turns=65,input=142000,output=444,system=17216,think=10,context=1000000,"
+            "seed=7,block=64");
 }
 
 // Defaults reproduce the seed's medians by construction: 142k input tokens per turn (calibrated),
@@ -56,14 +57,16 @@ TEST(SyntheticTrace, PromptsExtendThePreviousTurnOnASharedSystemPrompt) {
     for (size_t k = 1; k < s.turns.size(); ++k) {
       const TraceTurn &prev = s.turns[k - 1], &cur = s.turns[k];
       ASSERT_GT(cur.n_input_tokens, prev.n_input_tokens + prev.n_output_tokens) << s.id << " turn " << k;
-      ASSERT_TRUE(std::equal(prev.hash_ids.begin(), prev.hash_ids.end(), cur.hash_ids.begin())) << s.id << " turn " << k;
+      ASSERT_TRUE(std::equal(prev.hash_ids.begin(), prev.hash_ids.end(), cur.hash_ids.begin()))
+          << s.id << " turn " << k;
       ASSERT_GT(cur.think_time_s, 0.0);
     }
     for (const TraceTurn& turn : s.turns)
       ASSERT_EQ(static_cast<int64_t>(turn.hash_ids.size()), (turn.n_input_tokens + bt - 1) / bt);
   }
   // 17216 system tokens = 269 shared blocks; block 269 is per session.
-  for (size_t b = 0; b < 269; ++b) EXPECT_EQ(t.sessions[1].turns[0].hash_ids[b], t.sessions[0].turns[0].hash_ids[b]);
+  for (size_t b = 0; b < 269; ++b)
+    EXPECT_EQ(t.sessions[1].turns[0].hash_ids[b], t.sessions[0].turns[0].hash_ids[b]);
   EXPECT_NE(t.sessions[1].turns[0].hash_ids[269], t.sessions[0].turns[0].hash_ids[269]);
   // Nearly all of each prompt was seen in the previous turn.
   EXPECT_GT(theoretical_hit_rate(t), 0.95);
@@ -91,7 +94,8 @@ TEST(SyntheticTrace, BadParams) {
     load_trace("synthetic:bogus=1");
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()),
-              "synthetic trace: unknown key `bogus` (keys: sessions, turns, input, output, system, think, context, seed, block)");
+              "synthetic trace: unknown key `bogus` (keys: sessions, turns, input, output, system, think, "
+              "context, seed, block)");
   }
 }
 

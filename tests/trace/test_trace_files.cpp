@@ -1,12 +1,11 @@
 // Inputs by path: directories, .tar, .tar.gz, .gz, and their errors.
-#include "trace/trace_files.h"
+#include <gtest/gtest.h>
 
 #include <cstdlib>
 
-#include <gtest/gtest.h>
-
 #include "core/check.h"
 #include "trace/trace.h"
+#include "trace/trace_files.h"
 #include "trace_test_util.h"
 
 namespace ds {
@@ -27,7 +26,8 @@ std::string error_of(const std::string& spec, const TraceOptions& opt = {}) {
 TEST(TraceFiles, DirectoryOfSessionsSortedByName) {
   auto dir = test::temp_dir();
   test::write_file(dir / "b.json", kSession);
-  test::write_file(dir / "a.json.gz", test::gzip_bytes(R"({"requests":[{"t":0,"in":1,"out":1,"hash_ids":[]}]})"));
+  test::write_file(dir / "a.json.gz",
+                   test::gzip_bytes(R"({"requests":[{"t":0,"in":1,"out":1,"hash_ids":[]}]})"));
   test::write_file(dir / "README.md", "ignored");
   Trace t = load_trace(dir.string());
   ASSERT_EQ(t.sessions.size(), 2u);
@@ -66,7 +66,8 @@ TEST(TraceFiles, Errors) {
   test::write_file(dir / "x.csv", "a,b\n");
   EXPECT_EQ(error_of((dir / "x.csv").string()),
             (dir / "x.csv").string() +
-                ": unknown trace format (expected .json Claude Code session, .jsonl Mooncake, .tar, .tar.gz or a directory)");
+                ": unknown trace format (expected .json Claude Code session, .jsonl Mooncake, .tar, .tar.gz "
+                "or a directory)");
   std::string tar = test::make_tar({{"s.json", kSession}});
   test::write_file(dir / "trunc.tar", tar.substr(0, 540));
   EXPECT_EQ(error_of((dir / "trunc.tar").string()),
@@ -74,10 +75,12 @@ TEST(TraceFiles, Errors) {
   std::string bad_sum = tar;
   bad_sum[0] = 'S';
   test::write_file(dir / "sum.tar", bad_sum);
-  EXPECT_EQ(error_of((dir / "sum.tar").string()), (dir / "sum.tar").string() + ": tar entry 0: header checksum mismatch");
+  EXPECT_EQ(error_of((dir / "sum.tar").string()),
+            (dir / "sum.tar").string() + ": tar entry 0: header checksum mismatch");
   std::string gz = test::gzip_bytes(kLine + kLine + kLine);
   test::write_file(dir / "cut.jsonl.gz", gz.substr(0, gz.size() - 12));
-  EXPECT_EQ(error_of((dir / "cut.jsonl.gz").string()), (dir / "cut.jsonl.gz").string() + ": compressed data is truncated");
+  EXPECT_EQ(error_of((dir / "cut.jsonl.gz").string()),
+            (dir / "cut.jsonl.gz").string() + ": compressed data is truncated");
   std::string corrupt = gz;
   corrupt[12] ^= 0x55;
   corrupt[13] ^= 0x55;
@@ -91,13 +94,16 @@ TEST(TraceFiles, Errors) {
   test::write_file(mixed / "a.json", kSession);
   test::write_file(mixed / "b.jsonl", kLine);
   EXPECT_EQ(error_of(mixed.string()),
-            (mixed / "b.jsonl").string() + ": cannot mix Claude Code (.json) and Mooncake (.jsonl) files in one trace");
+            (mixed / "b.jsonl").string() +
+                ": cannot mix Claude Code (.json) and Mooncake (.jsonl) files in one trace");
   test::write_file(dir / "allbad.jsonl", "x\ny\n");
   TraceOptions skip;
   skip.skip_bad = true;
-  EXPECT_EQ(error_of((dir / "allbad.jsonl").string(), skip),
-            (dir / "allbad.jsonl").string() + ": trace holds no valid requests (2 malformed records skipped)");
-  EXPECT_EQ(error_of("bundled:../etc"), "trace `bundled:../etc`: expected bundled:<file name in data/traces>");
+  EXPECT_EQ(
+      error_of((dir / "allbad.jsonl").string(), skip),
+      (dir / "allbad.jsonl").string() + ": trace holds no valid requests (2 malformed records skipped)");
+  EXPECT_EQ(error_of("bundled:../etc"),
+            "trace `bundled:../etc`: expected bundled:<file name in data/traces>");
 }
 
 TEST(TraceFiles, SkipBadThroughLoadTraceCountsRecords) {
@@ -114,7 +120,8 @@ TEST(TraceFiles, SkipBadThroughLoadTraceCountsRecords) {
 TEST(TraceFiles, DataDirFromEnvironment) {
   auto dir = test::temp_dir();
   std::filesystem::create_directories(dir / "traces");
-  test::write_file(dir / "traces" / "claude_code_sample.tar.gz", test::gzip_bytes(test::make_tar({{"s/x.json", kSession}})));
+  test::write_file(dir / "traces" / "claude_code_sample.tar.gz",
+                   test::gzip_bytes(test::make_tar({{"s/x.json", kSession}})));
   ASSERT_EQ(setenv("DELTASERVE_DATA_DIR", dir.c_str(), 1), 0);
   Trace t = load_trace("default");
   std::string found = bundled_trace_dir();

@@ -1,17 +1,15 @@
 // Theoretical hit rate: checked against an independent count over the raw JSON of the bundled
 // sample (nlohmann DOM + a per-session trie of (parent node, local hash id) edges), and on small
 // hand-made traces.
-#include "trace/trace_stats.h"
-
-#include <nlohmann/json.hpp>
+#include <gtest/gtest.h>
 
 #include <chrono>
 #include <ctime>
 #include <map>
-
-#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "trace/trace_files.h"
+#include "trace/trace_stats.h"
 #include "trace_test_util.h"
 
 namespace ds {
@@ -20,8 +18,10 @@ namespace {
 // Flattens requests depth-first (sub-agent requests where the sub-agent appears).
 void flatten(const nlohmann::json& reqs, std::vector<const nlohmann::json*>& out) {
   for (const auto& r : reqs) {
-    if (r.at("type") == "subagent") flatten(r.at("requests"), out);
-    else out.push_back(&r);
+    if (r.at("type") == "subagent")
+      flatten(r.at("requests"), out);
+    else
+      out.push_back(&r);
   }
 }
 
@@ -85,9 +85,10 @@ TEST(TraceStats, BundledHitRateMatchesIndependentCount) {
   EXPECT_EQ(got, want.hit);
   EXPECT_EQ(want.hit, 375131200);  // also counted with Python (data/traces/README.md)
   EXPECT_NEAR(theoretical_hit_rate(trace), 0.964484, 1e-6);
-  std::printf("[ info ] bundled sample: load %.3f s wall / %.3f s cpu, theoretical hit %.3f s wall / %.3f s cpu\n",
-              std::chrono::duration<double>(t1 - t0).count(), double(c1 - c0) / CLOCKS_PER_SEC,
-              std::chrono::duration<double>(t2 - t1).count(), double(c2 - c1) / CLOCKS_PER_SEC);
+  std::printf(
+      "[ info ] bundled sample: load %.3f s wall / %.3f s cpu, theoretical hit %.3f s wall / %.3f s cpu\n",
+      std::chrono::duration<double>(t1 - t0).count(), double(c1 - c0) / CLOCKS_PER_SEC,
+      std::chrono::duration<double>(t2 - t1).count(), double(c2 - c1) / CLOCKS_PER_SEC);
 }
 
 TEST(TraceStats, PrefixStopsAtFirstUnseenBlockAndIgnoresPartialBlocks) {

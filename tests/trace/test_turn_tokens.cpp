@@ -37,7 +37,8 @@ TEST(TurnTokens, SharedBlockPrefixGivesSharedTokenPrefix) {
   ASSERT_EQ(ta.size(), 150u);
   ASSERT_EQ(tb.size(), 200u);
   EXPECT_TRUE(std::equal(ta.begin(), ta.begin() + 128, tb.begin()));
-  EXPECT_NE(std::vector<int32_t>(ta.begin() + 128, ta.end()), std::vector<int32_t>(tb.begin() + 128, tb.begin() + 150));
+  EXPECT_NE(std::vector<int32_t>(ta.begin() + 128, ta.end()),
+            std::vector<int32_t>(tb.begin() + 128, tb.begin() + 150));
   EXPECT_EQ(turn_tokens(a, 64), ta);  // deterministic
   // A partial block's tokens are a prefix of the same block id's full tokens.
   TraceTurn c = a;

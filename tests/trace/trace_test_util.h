@@ -1,6 +1,8 @@
 // Helpers for the trace tests: paths of the bundled data, temp files, and a tiny ustar writer.
 #pragma once
 
+#include <fmt/format.h>
+#include <gtest/gtest.h>
 #include <zlib.h>
 
 #include <cstdio>
@@ -10,18 +12,17 @@
 #include <utility>
 #include <vector>
 
-#include <fmt/format.h>
-#include <gtest/gtest.h>
-
 namespace ds::test {
 
-inline std::string bundled(const std::string& file) { return std::string(DS_SOURCE_DIR) + "/data/traces/" + file; }
+inline std::string bundled(const std::string& file) {
+  return std::string(DS_SOURCE_DIR) + "/data/traces/" + file;
+}
 
 // A fresh empty directory under the gtest temp dir, named after the running test.
 inline std::filesystem::path temp_dir() {
   const auto* info = testing::UnitTest::GetInstance()->current_test_info();
-  std::filesystem::path dir =
-      std::filesystem::path(testing::TempDir()) / fmt::format("ds_trace_{}_{}", info->test_suite_name(), info->name());
+  std::filesystem::path dir = std::filesystem::path(testing::TempDir()) /
+                              fmt::format("ds_trace_{}_{}", info->test_suite_name(), info->name());
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir;
@@ -57,7 +58,11 @@ inline std::string make_tar(const std::vector<std::pair<std::string, std::string
     std::snprintf(h.data() + 124, 12, "%011zo", body.size());
     std::snprintf(h.data() + 136, 12, "%011o", 0);
     h[156] = '0';
-    std::string("ustar\0" "00", 8).copy(h.data() + 257, 8);
+    std::string(
+        "ustar\0"
+        "00",
+        8)
+        .copy(h.data() + 257, 8);
     std::fill(h.begin() + 148, h.begin() + 156, ' ');
     unsigned sum = 0;
     for (unsigned char c : h) sum += c;

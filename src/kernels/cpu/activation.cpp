@@ -14,9 +14,13 @@ void map16(const float* x, int64_t n, float* y, F f) {
 }
 }  // namespace
 
-void silu(const float* x, int64_t n, float* y) { map16(x, n, y, simd::silu16); }
+void silu(const float* x, int64_t n, float* y) {
+  map16(x, n, y, simd::silu16);
+}
 
-void sigmoid(const float* x, int64_t n, float* y) { map16(x, n, y, simd::sigmoid16); }
+void sigmoid(const float* x, int64_t n, float* y) {
+  map16(x, n, y, simd::sigmoid16);
+}
 
 void softplus(const float* x, int64_t n, float* y) {
   for (int64_t i = 0; i < n; ++i) y[i] = softplusf(x[i]);

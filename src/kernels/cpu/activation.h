@@ -7,10 +7,16 @@
 
 namespace ds {
 
-inline float sigmoidf(float x) { return 1.0f / (1.0f + std::exp(-x)); }
-inline float siluf(float x) { return x / (1.0f + std::exp(-x)); }
+inline float sigmoidf(float x) {
+  return 1.0f / (1.0f + std::exp(-x));
+}
+inline float siluf(float x) {
+  return x / (1.0f + std::exp(-x));
+}
 // torch.nn.functional.softplus(x, beta=1, threshold=20): x if x > 20 else log1p(exp(x)).
-inline float softplusf(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }
+inline float softplusf(float x) {
+  return x > 20.0f ? x : std::log1p(std::exp(x));
+}
 
 void silu(const float* x, int64_t n, float* y);
 void sigmoid(const float* x, int64_t n, float* y);

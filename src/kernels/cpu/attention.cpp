@@ -23,8 +23,8 @@ void check_attn(const AttnDims& d, int64_t qs, int64_t ks, int64_t vs, int64_t o
 
 // Rows [i0, i0 + m) of one head: scores [m, nk] -> probabilities -> o rows.
 void attend_block(const AttnDims& d, int64_t h, int64_t i0, int64_t m, const float* q, int64_t qs,
-                  const float* Kt /* [Dk, n_kv] of head h */, const float* v, int64_t vs,
-                  float scale, float* o, int64_t os, std::vector<float>& P) {
+                  const float* Kt /* [Dk, n_kv] of head h */, const float* v, int64_t vs, float scale,
+                  float* o, int64_t os, std::vector<float>& P) {
   const int64_t past = d.n_kv - d.n_q;
   const int64_t nk = past + i0 + m;  // keys visible to the last row of the block
   P.resize(size_t(m * nk));
@@ -50,9 +50,8 @@ void attend_block(const AttnDims& d, int64_t h, int64_t i0, int64_t m, const flo
 
 }  // namespace
 
-void attention_causal(const AttnDims& d, const float* q, int64_t q_stride, const float* k,
-                      int64_t k_stride, const float* v, int64_t v_stride, float scale, float* o,
-                      int64_t o_stride) {
+void attention_causal(const AttnDims& d, const float* q, int64_t q_stride, const float* k, int64_t k_stride,
+                      const float* v, int64_t v_stride, float scale, float* o, int64_t o_stride) {
   check_attn(d, q_stride, k_stride, v_stride, o_stride);
   if (d.n_q == 0) return;
   // K transposed per head: Kt[h] f32 [Dk, n_kv], so score blocks are plain row-major GEMMs.
@@ -72,15 +71,15 @@ void attention_causal(const AttnDims& d, const float* q, int64_t q_stride, const
     for (int64_t task = 0; task < d.H * n_blocks; ++task) {
       const int64_t b = n_blocks - 1 - task / d.H, h = task % d.H;
       const int64_t i0 = b * kQBlock, m = std::min(kQBlock, d.n_q - i0);
-      attend_block(d, h, i0, m, q, q_stride, Kt.data() + h * d.Dk * d.n_kv, v, v_stride, scale, o,
-                   o_stride, P);
+      attend_block(d, h, i0, m, q, q_stride, Kt.data() + h * d.Dk * d.n_kv, v, v_stride, scale, o, o_stride,
+                   P);
     }
   }
 }
 
 void attention_causal_ref(const AttnDims& d, const float* q, int64_t q_stride, const float* k,
-                          int64_t k_stride, const float* v, int64_t v_stride, float scale,
-                          float* o, int64_t o_stride) {
+                          int64_t k_stride, const float* v, int64_t v_stride, float scale, float* o,
+                          int64_t o_stride) {
   check_attn(d, q_stride, k_stride, v_stride, o_stride);
   const int64_t past = d.n_kv - d.n_q;
   std::vector<double> s(size_t(d.n_kv));

@@ -19,13 +19,12 @@ struct AttnDims {
 // q f32 [n_q, H, Dk] (row stride q_stride >= H*Dk), k f32 [n_kv, H, Dk] (k_stride),
 // v f32 [n_kv, H, Dv] (v_stride), o f32 [n_q, H, Dv] (o_stride) overwritten.
 // o[i,h] = Σ_j softmax_j(scale · q[i,h]·k[j,h]) v[j,h] over j <= n_kv − n_q + i.
-void attention_causal(const AttnDims& d, const float* q, int64_t q_stride, const float* k,
-                      int64_t k_stride, const float* v, int64_t v_stride, float scale, float* o,
-                      int64_t o_stride);
+void attention_causal(const AttnDims& d, const float* q, int64_t q_stride, const float* k, int64_t k_stride,
+                      const float* v, int64_t v_stride, float scale, float* o, int64_t o_stride);
 
 // Reference: per query, double-accumulated scores and outputs, single thread.
 void attention_causal_ref(const AttnDims& d, const float* q, int64_t q_stride, const float* k,
-                          int64_t k_stride, const float* v, int64_t v_stride, float scale,
-                          float* o, int64_t o_stride);
+                          int64_t k_stride, const float* v, int64_t v_stride, float scale, float* o,
+                          int64_t o_stride);
 
 }  // namespace ds

@@ -23,9 +23,17 @@ constexpr int64_t kSub = 16;  // sub-block rows: exact pairwise decay inside, fa
 struct ChunkScratch {
   std::vector<float> G, Khat, Qhat, U, L, A, Kd, KdT, Kr, Qr, Kt;
   ChunkScratch(int64_t C, int64_t K, int64_t V)
-      : G(size_t(C * K)), Khat(size_t(C * K)), Qhat(size_t(C * K)), U(size_t(C * V)),
-        L(size_t(C * C)), A(size_t(C * C)), Kd(size_t(kSub * K)), KdT(size_t(K * kSub)),
-        Kr(size_t(C * K)), Qr(size_t(C * K)), Kt(size_t(K * C)) {}
+      : G(size_t(C * K)),
+        Khat(size_t(C * K)),
+        Qhat(size_t(C * K)),
+        U(size_t(C * V)),
+        L(size_t(C * C)),
+        A(size_t(C * C)),
+        Kd(size_t(kSub * K)),
+        KdT(size_t(K * kSub)),
+        Kr(size_t(C * K)),
+        Qr(size_t(C * K)),
+        Kt(size_t(K * C)) {}
 };
 
 // Row views of one head inside the [T, H, D] inputs.
@@ -35,8 +43,8 @@ struct HeadRows {
 };
 
 // Σ_j a[j] · b[j] · exp(x[j] − y[j]) and Σ_j c[j] · b[j] · exp(x[j] − y[j]) over K.
-inline void decayed_dots(const float* a, const float* c, const float* b, const float* x,
-                         const float* y, int64_t K, float* out_ab, float* out_cb) {
+inline void decayed_dots(const float* a, const float* c, const float* b, const float* x, const float* y,
+                         int64_t K, float* out_ab, float* out_cb) {
   __m512 sa = _mm512_setzero_ps(), sc = _mm512_setzero_ps();
   for (int64_t j = 0; j < K; j += 16) {
     const __mmask16 m = K - j >= 16 ? __mmask16(0xffff) : simd::tail_mask(K - j);
@@ -73,8 +81,7 @@ void intra_chunk_scores(const HeadRows& x, int64_t n, int64_t K, ChunkScratch& w
     for (int64_t r = b0; r < b1; ++r)
       for (int64_t i = b0; i <= r; ++i) {
         float lk, lq;
-        decayed_dots(x.k + r * x.ldk, x.q + r * x.ldk, x.k + i * x.ldk, G + r * K, G + i * K, K,
-                     &lk, &lq);
+        decayed_dots(x.k + r * x.ldk, x.q + r * x.ldk, x.k + i * x.ldk, G + r * K, G + i * K, K, &lk, &lq);
         if (i < r) w.L[size_t(r * n + i)] = lk;
         w.A[size_t(r * n + i)] = lq;
       }
@@ -82,7 +89,8 @@ void intra_chunk_scores(const HeadRows& x, int64_t n, int64_t K, ChunkScratch& w
     // Rows after this block against this block's columns.
     const float* Ge = G + (b1 - 1) * K;
     const int64_t nb = b1 - b0, m = n - b1;
-    for (int64_t i = 0; i < nb; ++i) decayed_row(x.k + (b0 + i) * x.ldk, Ge, G + (b0 + i) * K, K, w.Kd.data() + i * K);
+    for (int64_t i = 0; i < nb; ++i)
+      decayed_row(x.k + (b0 + i) * x.ldk, Ge, G + (b0 + i) * K, K, w.Kd.data() + i * K);
     for (int64_t j = 0; j < K; ++j)
       for (int64_t i = 0; i < nb; ++i) w.KdT[size_t(j * nb + i)] = w.Kd[size_t(i * K + j)];
     for (int64_t r = 0; r < m; ++r) {
@@ -96,8 +104,8 @@ void intra_chunk_scores(const HeadRows& x, int64_t n, int64_t K, ChunkScratch& w
 
 // One chunk of n tokens (rows of x) for one head; S f32 [K, V] updated in place; o rows at
 // stride ldo. See the file comment for the equations.
-void kda_chunk_head(const HeadRows& x, int64_t n, int64_t K, int64_t V, float scale, float* S,
-                    float* o, int64_t ldo, ChunkScratch& w) {
+void kda_chunk_head(const HeadRows& x, int64_t n, int64_t K, int64_t V, float scale, float* S, float* o,
+                    int64_t ldo, ChunkScratch& w) {
   float* G = w.G.data();
   float* U = w.U.data();
   // G = inclusive cumsum of g; Khat = k ⊙ exp(G); Qhat = scale · q ⊙ exp(G).
@@ -162,17 +170,14 @@ void kda_chunk_head(const HeadRows& x, int64_t n, int64_t K, int64_t V, float sc
 void check_emit(const KdaDims& d, int64_t chunk, std::span<const int64_t> emit_at,
                 std::span<float* const> emit_states) {
   DS_CHECK(chunk >= 1 && chunk <= 1024, "kda_chunked: chunk size {} outside [1, 1024]", chunk);
-  DS_CHECK(emit_at.size() == emit_states.size(),
-           "kda_chunked: {} emit positions but {} state buffers", emit_at.size(),
-           emit_states.size());
+  DS_CHECK(emit_at.size() == emit_states.size(), "kda_chunked: {} emit positions but {} state buffers",
+           emit_at.size(), emit_states.size());
   for (size_t i = 0; i < emit_at.size(); ++i) {
     const int64_t p = emit_at[i];
     DS_CHECK(p > 0 && p <= d.T, "kda_chunked: emit position {} outside (0, T={}]", p, d.T);
     DS_CHECK(p % chunk == 0 || p == d.T,
-             "kda_chunked: emit position {} is neither a multiple of chunk {} nor T={}", p, chunk,
-             d.T);
-    DS_CHECK(i == 0 || p > emit_at[i - 1], "kda_chunked: emit positions not increasing at {} ({})",
-             i, p);
+             "kda_chunked: emit position {} is neither a multiple of chunk {} nor T={}", p, chunk, d.T);
+    DS_CHECK(i == 0 || p > emit_at[i - 1], "kda_chunked: emit positions not increasing at {} ({})", i, p);
     DS_CHECK(emit_states[i] != nullptr, "kda_chunked: null state buffer for position {}", p);
   }
 }
@@ -193,7 +198,7 @@ void kda_chunked(const KdaDims& d, const KdaTensors& t, float scale, int64_t chu
       const int64_t n = std::min(chunk, d.T - s0);
       const int64_t row = s0 * d.H + h;
       const HeadRows x{t.q + row * d.K, t.k + row * d.K, t.v + row * d.V, t.g + row * d.K,
-                       t.beta + row, d.H * d.K, d.H * d.V, d.H};
+                       t.beta + row,    d.H * d.K,       d.H * d.V,       d.H};
       kda_chunk_head(x, n, d.K, d.V, scale, S, t.o + row * d.V, d.H * d.V, w);
       if (next < emit_at.size() && emit_at[next] == s0 + n) {
         std::memcpy(emit_states[next] + h * KV, S, size_t(KV) * sizeof(float));

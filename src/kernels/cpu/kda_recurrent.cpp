@@ -64,13 +64,13 @@ void recurrent_tile(const KdaDims& d, const KdaTensors& t, float scale, int64_t 
   __m512 acc[NV];
   // Prologue: decay by α_0 and read acc_0 = Sᵀ k_0.
   simd::exp_array(row_g(0), K, alpha);
-  #pragma GCC unroll 4
+#pragma GCC unroll 4
   for (int i = 0; i < NV; ++i) acc[i] = _mm512_setzero_ps();
   {
     const float* k0 = row_k(0);
     for (int64_t j = 0; j < K; ++j) {
       const __m512 a = _mm512_set1_ps(alpha[j]), kj = _mm512_set1_ps(k0[j]);
-      #pragma GCC unroll 4
+#pragma GCC unroll 4
       for (int i = 0; i < NV; ++i) {
         const __m512 sv = _mm512_mul_ps(_mm512_loadu_ps(S + j * V + 16 * i), a);
         _mm512_storeu_ps(S + j * V + 16 * i, sv);
@@ -82,7 +82,7 @@ void recurrent_tile(const KdaDims& d, const KdaTensors& t, float scale, int64_t 
     const float b = t.beta[s * H + h];
     const float* v = t.v + (s * H + h) * V + c0;
     __m512 u[NV], o[NV], nacc[NV];
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (int i = 0; i < NV; ++i) {
       u[i] = _mm512_mul_ps(_mm512_set1_ps(b), _mm512_sub_ps(_mm512_loadu_ps(v + 16 * i), acc[i]));
       o[i] = _mm512_setzero_ps();
@@ -97,7 +97,7 @@ void recurrent_tile(const KdaDims& d, const KdaTensors& t, float scale, int64_t 
       for (int64_t j = 0; j < K; ++j) {
         const __m512 kj = _mm512_set1_ps(k[j]), qj = _mm512_set1_ps(q[j]);
         const __m512 a = _mm512_set1_ps(alpha[j]), knj = _mm512_set1_ps(kn[j]);
-        #pragma GCC unroll 4
+#pragma GCC unroll 4
         for (int i = 0; i < NV; ++i) {
           __m512 sv = _mm512_fmadd_ps(kj, u[i], _mm512_loadu_ps(S + j * V + 16 * i));
           o[i] = _mm512_fmadd_ps(qj, sv, o[i]);
@@ -109,7 +109,7 @@ void recurrent_tile(const KdaDims& d, const KdaTensors& t, float scale, int64_t 
     } else {
       for (int64_t j = 0; j < K; ++j) {
         const __m512 kj = _mm512_set1_ps(k[j]), qj = _mm512_set1_ps(q[j]);
-        #pragma GCC unroll 4
+#pragma GCC unroll 4
         for (int i = 0; i < NV; ++i) {
           const __m512 sv = _mm512_fmadd_ps(kj, u[i], _mm512_loadu_ps(S + j * V + 16 * i));
           o[i] = _mm512_fmadd_ps(qj, sv, o[i]);
@@ -118,7 +118,7 @@ void recurrent_tile(const KdaDims& d, const KdaTensors& t, float scale, int64_t 
       }
     }
     float* out = t.o + (s * H + h) * V + c0;
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (int i = 0; i < NV; ++i) {
       _mm512_storeu_ps(out + 16 * i, _mm512_mul_ps(o[i], _mm512_set1_ps(scale)));
       acc[i] = nacc[i];

@@ -22,8 +22,12 @@ namespace {
 constexpr int kRowBlock = 4;
 constexpr int kTBlock = 4;
 
-inline __m512 load_w16(const uint16_t* p, __mmask16 m) { return simd::load_bf16x16(p, m); }
-inline __m512 load_w16(const float* p, __mmask16 m) { return _mm512_maskz_loadu_ps(m, p); }
+inline __m512 load_w16(const uint16_t* p, __mmask16 m) {
+  return simd::load_bf16x16(p, m);
+}
+inline __m512 load_w16(const float* p, __mmask16 m) {
+  return _mm512_maskz_loadu_ps(m, p);
+}
 
 // Writes (or adds) the horizontal sums of 16-lane accumulators.
 inline void store_sum(float* dst, __m512 acc, bool accumulate) {
@@ -34,11 +38,10 @@ inline void store_sum(float* dst, __m512 acc, bool accumulate) {
 // y[t0..t0+4, r0..r0+4] (+)= x[t, :] · w[r, :]. Sixteen named accumulators: GCC keeps an
 // accumulator array in memory (one store per FMA), named variables stay in registers.
 template <typename WT>
-void gemv_tile_4x4(const float* x, int64_t xs, int64_t t0, const WT* w, int64_t cols, int64_t r0,
-                   float* y, int64_t ys, bool accumulate) {
-  __m512 a00 = _mm512_setzero_ps(), a01 = a00, a02 = a00, a03 = a00, a10 = a00, a11 = a00,
-         a12 = a00, a13 = a00, a20 = a00, a21 = a00, a22 = a00, a23 = a00, a30 = a00, a31 = a00,
-         a32 = a00, a33 = a00;
+void gemv_tile_4x4(const float* x, int64_t xs, int64_t t0, const WT* w, int64_t cols, int64_t r0, float* y,
+                   int64_t ys, bool accumulate) {
+  __m512 a00 = _mm512_setzero_ps(), a01 = a00, a02 = a00, a03 = a00, a10 = a00, a11 = a00, a12 = a00,
+         a13 = a00, a20 = a00, a21 = a00, a22 = a00, a23 = a00, a30 = a00, a31 = a00, a32 = a00, a33 = a00;
   const WT *w0 = w + r0 * cols, *w1 = w0 + cols, *w2 = w1 + cols, *w3 = w2 + cols;
   const float *x0 = x + t0 * xs, *x1 = x0 + xs, *x2 = x1 + xs, *x3 = x2 + xs;
   for (int64_t c = 0; c < cols; c += 16) {
@@ -59,16 +62,16 @@ void gemv_tile_4x4(const float* x, int64_t xs, int64_t t0, const WT* w, int64_t 
     a32 = _mm512_fmadd_ps(wv, v2, a32), a33 = _mm512_fmadd_ps(wv, v3, a33);
   }
   float* y0 = y + t0 * ys + r0;
-  const __m512 acc[4][4] = {{a00, a10, a20, a30}, {a01, a11, a21, a31}, {a02, a12, a22, a32},
-                            {a03, a13, a23, a33}};  // [t][r]
+  const __m512 acc[4][4] = {
+      {a00, a10, a20, a30}, {a01, a11, a21, a31}, {a02, a12, a22, a32}, {a03, a13, a23, a33}};  // [t][r]
   for (int t = 0; t < 4; ++t)
     for (int r = 0; r < 4; ++r) store_sum(y0 + t * ys + r, acc[t][r], accumulate);
 }
 
 // y[t, r0..r0+4] (+)= x[t, :] · w[r, :] for one activation row t.
 template <typename WT>
-void gemv_tile_4x1(const float* x, int64_t xs, int64_t t, const WT* w, int64_t cols, int64_t r0,
-                   float* y, int64_t ys, bool accumulate) {
+void gemv_tile_4x1(const float* x, int64_t xs, int64_t t, const WT* w, int64_t cols, int64_t r0, float* y,
+                   int64_t ys, bool accumulate) {
   __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
   __m512 b0 = a0, b1 = a0, b2 = a0, b3 = a0;  // second set: two independent FMA chains
   const WT *w0 = w + r0 * cols, *w1 = w0 + cols, *w2 = w1 + cols, *w3 = w2 + cols;
@@ -102,8 +105,8 @@ void gemv_tile_4x1(const float* x, int64_t xs, int64_t t, const WT* w, int64_t c
 
 // One output row r, one activation row t (edges).
 template <typename WT>
-void gemv_tile_1x1(const float* x, int64_t xs, int64_t t, const WT* w, int64_t cols, int64_t r,
-                   float* y, int64_t ys, bool accumulate) {
+void gemv_tile_1x1(const float* x, int64_t xs, int64_t t, const WT* w, int64_t cols, int64_t r, float* y,
+                   int64_t ys, bool accumulate) {
   __m512 a = _mm512_setzero_ps();
   const WT* wr = w + r * cols;
   const float* xt = x + t * xs;
@@ -118,8 +121,8 @@ void gemv_tile_1x1(const float* x, int64_t xs, int64_t t, const WT* w, int64_t c
 // read from memory once; 4-token tiles re-read it from L1. (Tried and measured slower for T = 16:
 // widening the bf16 block once into an f32 buffer, and column chunking to keep x in L1.)
 template <typename WT>
-void gemv_rows(const float* x, int64_t xs, int64_t T, const WT* w, int64_t cols, int64_t r0,
-               int64_t nr, float* y, int64_t ys, bool acc) {
+void gemv_rows(const float* x, int64_t xs, int64_t T, const WT* w, int64_t cols, int64_t r0, int64_t nr,
+               float* y, int64_t ys, bool acc) {
   if (nr < kRowBlock) {
     for (int64_t r = r0; r < r0 + nr; ++r)
       for (int64_t t = 0; t < T; ++t) gemv_tile_1x1(x, xs, t, w, cols, r, y, ys, acc);
@@ -131,8 +134,8 @@ void gemv_rows(const float* x, int64_t xs, int64_t T, const WT* w, int64_t cols,
 }
 
 template <typename WT>
-void gemv_impl(const float* x, int64_t x_stride, int64_t T, const WT* w, int64_t rows,
-               int64_t cols, float* y, int64_t y_stride, bool acc) {
+void gemv_impl(const float* x, int64_t x_stride, int64_t T, const WT* w, int64_t rows, int64_t cols, float* y,
+               int64_t y_stride, bool acc) {
   const int64_t n_blocks = (rows + kRowBlock - 1) / kRowBlock;
   // Below ~512K MACs (~1 MB of bf16 weights, ~25 us) a fork/join is not worth it.
   const bool parallel = rows * cols * T >= (int64_t(1) << 19) && n_blocks > 1;
@@ -167,8 +170,8 @@ void gemm_rows(const float* x, int64_t x_stride, int64_t T, const WeightView& w,
                int64_t r_end, float* y, int64_t y_stride, float beta, std::vector<float>& panel) {
   if (w.dtype == DType::F32) {
     const float* wp = static_cast<const float*>(w.data) + r_begin * w.cols;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(T), int(r_end - r_begin), int(w.cols),
-                1.0f, x, int(x_stride), wp, int(w.cols), beta, y + r_begin, int(y_stride));
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(T), int(r_end - r_begin), int(w.cols), 1.0f, x,
+                int(x_stride), wp, int(w.cols), beta, y + r_begin, int(y_stride));
     return;
   }
   const int64_t panel_rows = std::max<int64_t>(16, kPanelBytes / (4 * w.cols));
@@ -181,8 +184,8 @@ void gemm_rows(const float* x, int64_t x_stride, int64_t T, const WeightView& w,
       const __mmask16 m = count - i >= 16 ? __mmask16(0xffff) : simd::tail_mask(count - i);
       _mm512_mask_storeu_ps(panel.data() + i, m, load_w16(src + i, m));
     }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(T), int(nr), int(w.cols), 1.0f, x,
-                int(x_stride), panel.data(), int(w.cols), beta, y + r0, int(y_stride));
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(T), int(nr), int(w.cols), 1.0f, x, int(x_stride),
+                panel.data(), int(w.cols), beta, y + r0, int(y_stride));
   }
 }
 
@@ -206,8 +209,8 @@ void check_linear(const float* x, int64_t x_stride, int64_t T, const WeightView&
                   int64_t y_stride) {
   check_weight(w, "linear");
   DS_CHECK(T >= 0, "linear: negative row count {}", T);
-  DS_CHECK(x_stride >= w.cols && y_stride >= w.rows,
-           "linear: strides x={} y={} below shape [{}, {}]", x_stride, y_stride, w.rows, w.cols);
+  DS_CHECK(x_stride >= w.cols && y_stride >= w.rows, "linear: strides x={} y={} below shape [{}, {}]",
+           x_stride, y_stride, w.rows, w.cols);
   DS_CHECK(T == 0 || (x != nullptr && y != nullptr), "linear: null activation pointer");
   DS_CHECK(w.cols <= (int64_t(1) << 30) && w.rows <= (int64_t(1) << 30) && T <= (int64_t(1) << 30),
            "linear: shape [{}, {}] x {} rows too large", w.rows, w.cols, T);

@@ -28,8 +28,8 @@ void rmsnorm(const float* x, int64_t rows, int64_t dim, const float* weight, flo
   }
 }
 
-void rmsnorm_gated_sigmoid(const float* x, const float* gate, int64_t rows, int64_t dim,
-                           const float* weight, float eps, float* y) {
+void rmsnorm_gated_sigmoid(const float* x, const float* gate, int64_t rows, int64_t dim, const float* weight,
+                           float eps, float* y) {
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * dim;
     const float* gr = gate + r * dim;

@@ -12,8 +12,8 @@ void rmsnorm(const float* x, int64_t rows, int64_t dim, const float* weight, flo
 
 // KDA output norm: y = x · rsqrt(mean(x²) + eps) · weight ⊙ sigmoid(gate).
 // x, gate, y f32 [rows, dim]; weight f32 [dim] (shared by every row, e.g. every head).
-void rmsnorm_gated_sigmoid(const float* x, const float* gate, int64_t rows, int64_t dim,
-                           const float* weight, float eps, float* y);
+void rmsnorm_gated_sigmoid(const float* x, const float* gate, int64_t rows, int64_t dim, const float* weight,
+                           float eps, float* y);
 
 // In place per row: x = x / sqrt(sum(x²) + eps)  (eps inside the sqrt, no max; FLA l2norm).
 void l2norm_rows(float* x, int64_t rows, int64_t dim, float eps);

@@ -13,13 +13,13 @@ namespace {
 void check_conv_args(int64_t x_stride, int64_t T, int64_t C, int64_t W, int64_t y_stride) {
   DS_CHECK(T >= 0 && C > 0, "short_conv: bad shape T={} C={}", T, C);
   DS_CHECK(W >= 1 && W <= 16, "short_conv: kernel width {} outside [1, 16]", W);
-  DS_CHECK(x_stride >= C && y_stride >= C, "short_conv: row strides x={} y={} below C={}",
-           x_stride, y_stride, C);
+  DS_CHECK(x_stride >= C && y_stride >= C, "short_conv: row strides x={} y={} below C={}", x_stride, y_stride,
+           C);
 }
 }  // namespace
 
-void short_conv_silu_ref(const float* x, int64_t x_stride, int64_t T, int64_t C,
-                         const float* taps, int64_t W, float* state, float* y, int64_t y_stride) {
+void short_conv_silu_ref(const float* x, int64_t x_stride, int64_t T, int64_t C, const float* taps, int64_t W,
+                         float* state, float* y, int64_t y_stride) {
   check_conv_args(x_stride, T, C, W, y_stride);
   const int64_t P = W - 1;
   for (int64_t c = 0; c < C; ++c) {
@@ -36,8 +36,8 @@ void short_conv_silu_ref(const float* x, int64_t x_stride, int64_t T, int64_t C,
   }
 }
 
-void short_conv_silu(const float* x, int64_t x_stride, int64_t T, int64_t C, const float* taps,
-                     int64_t W, float* state, float* y, int64_t y_stride) {
+void short_conv_silu(const float* x, int64_t x_stride, int64_t T, int64_t C, const float* taps, int64_t W,
+                     float* state, float* y, int64_t y_stride) {
   check_conv_args(x_stride, T, C, W, y_stride);
   const int64_t P = W - 1;
   // Channel-innermost copies: tapsT [W, C] and the carried window hist [P, C] (oldest first).

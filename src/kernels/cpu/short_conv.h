@@ -11,11 +11,11 @@ namespace ds {
 // conv1d weight [C, 1, W]), state f32 [C, W-1] in/out (zeros for a fresh sequence; updated to the
 // last W-1 inputs), y f32 [T, C] (row stride y_stride) = silu(Σ_j taps[c, j] · x_{t-W+1+j}[c]).
 // T may be 0 (state unchanged). y must not alias x.
-void short_conv_silu(const float* x, int64_t x_stride, int64_t T, int64_t C, const float* taps,
-                     int64_t W, float* state, float* y, int64_t y_stride);
+void short_conv_silu(const float* x, int64_t x_stride, int64_t T, int64_t C, const float* taps, int64_t W,
+                     float* state, float* y, int64_t y_stride);
 
 // Reference: the same math with an explicit concatenated [state ; x] sequence, single thread.
-void short_conv_silu_ref(const float* x, int64_t x_stride, int64_t T, int64_t C,
-                         const float* taps, int64_t W, float* state, float* y, int64_t y_stride);
+void short_conv_silu_ref(const float* x, int64_t x_stride, int64_t T, int64_t C, const float* taps, int64_t W,
+                         float* state, float* y, int64_t y_stride);
 
 }  // namespace ds

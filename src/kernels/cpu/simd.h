@@ -17,7 +17,9 @@ inline __m512 load_bf16x16(const uint16_t* p, __mmask16 m) {
   return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
 
-inline __mmask16 tail_mask(int64_t n) { return __mmask16((1u << n) - 1u); }  // n in [0, 16]
+inline __mmask16 tail_mask(int64_t n) {
+  return __mmask16((1u << n) - 1u);
+}  // n in [0, 16]
 
 // exp(x) for 16 lanes, about 1 ulp on [-104, 88.7] (inputs are clamped to it): x = n ln2 + r with
 // |r| <= ln2/2, e^r by its degree-7 Taylor polynomial, then scaled by 2^n with vscalefps (so
@@ -26,7 +28,7 @@ inline __m512 exp16(__m512 x) {
   x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-104.0f)), _mm512_set1_ps(88.7f));
   const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x);  // ln2 high part
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x);    // ln2 high part
   r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.42860682030941723212e-06f), r);  // ln2 low part
   __m512 p = _mm512_set1_ps(1.0f / 5040.0f);
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720.0f));
@@ -52,7 +54,9 @@ inline __m512 sigmoid16(__m512 x) {
   const __m512 one = _mm512_set1_ps(1.0f);
   return _mm512_div_ps(one, _mm512_add_ps(one, exp16(_mm512_sub_ps(_mm512_setzero_ps(), x))));
 }
-inline __m512 silu16(__m512 x) { return _mm512_mul_ps(x, sigmoid16(x)); }
+inline __m512 silu16(__m512 x) {
+  return _mm512_mul_ps(x, sigmoid16(x));
+}
 
 // Σ x[i]² over n floats (f32 lanes, then a tree reduction).
 inline float sum_squares(const float* x, int64_t n) {

@@ -11,21 +11,22 @@ float WeightView::at(int64_t r, int64_t c) const {
 }
 
 WeightView WeightView::slice_rows(int64_t r0, int64_t n) const {
-  DS_CHECK(r0 >= 0 && n >= 0 && r0 + n <= rows, "weight row slice [{}, {}) outside [0, {})", r0,
-           r0 + n, rows);
+  DS_CHECK(r0 >= 0 && n >= 0 && r0 + n <= rows, "weight row slice [{}, {}) outside [0, {})", r0, r0 + n,
+           rows);
   WeightView v = *this;
   v.data = static_cast<const uint8_t*>(data) + r0 * cols * int64_t(dtype_size(dtype));
   v.rows = n;
   return v;
 }
 
-WeightView WeightView::row_view(int64_t r) const { return slice_rows(r, 1); }
+WeightView WeightView::row_view(int64_t r) const {
+  return slice_rows(r, 1);
+}
 
 void check_weight(const WeightView& w, const char* what) {
   DS_CHECK(w.data != nullptr, "weight {}: null data", what);
   DS_CHECK(w.dtype == DType::F32 || w.dtype == DType::BF16,
-           "weight {}: dtype {} not supported by the CPU kernels (F32 or BF16)", what,
-           dtype_name(w.dtype));
+           "weight {}: dtype {} not supported by the CPU kernels (F32 or BF16)", what, dtype_name(w.dtype));
   DS_CHECK(w.rows > 0 && w.cols > 0, "weight {}: bad shape [{}, {}]", what, w.rows, w.cols);
 }
 
