@@ -7,6 +7,7 @@ PKGS=(
   libopenblas-openmp-dev libicu-dev zlib1g-dev   # zlib: .tar.gz / .gz traces
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev   # libFuzzer + sanitizers for tests/fuzz
+  clang-format               # scripts/format.sh --check (CI)
 )
 missing=()
 for p in "${PKGS[@]}"; do

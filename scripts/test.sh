@@ -4,6 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh
+bash scripts/format.sh --check
+bash scripts/check_layers.sh
 log=build/ctest.log
 status=0
 ctest --test-dir build --output-on-failure -j"$(nproc)" 2>&1 | tee "$log" || status=$?
