@@ -5,9 +5,9 @@
 
 #include "commands.h"
 #include "core/check.h"
-#include "exec/hardware_profile.h"
-#include "exec/model_profile.h"
-#include "exec/planner.h"
+#include "plan/hardware_profile.h"
+#include "plan/model_profile.h"
+#include "plan/planner.h"
 
 namespace ds::cli {
 

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "exec/cost_model.h"
+#include "plan/cost_model.h"
 #include "sched/schedule_plan.h"
 
 namespace ds {

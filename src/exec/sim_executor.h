@@ -6,8 +6,8 @@
 
 #include <cstdint>
 
-#include "exec/cost_model.h"
 #include "exec/executor.h"
+#include "plan/cost_model.h"
 
 namespace ds {
 

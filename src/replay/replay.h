@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "cache/cache_config.h"
-#include "exec/cost_model.h"
 #include "exec/sim_executor.h"
+#include "plan/cost_model.h"
 #include "replay/run_metrics.h"
 #include "sched/scheduler.h"
 #include "trace/trace.h"

@@ -3,9 +3,9 @@
 #include <gtest/gtest.h>
 
 #include "core/check.h"
-#include "exec/hardware_profile.h"
-#include "exec/model_profile.h"
 #include "exec/sim_executor.h"
+#include "plan/hardware_profile.h"
+#include "plan/model_profile.h"
 
 namespace ds {
 namespace {

@@ -5,8 +5,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/check.h"
-#include "exec/cost_model.h"
-#include "exec/planner.h"
+#include "plan/cost_model.h"
+#include "plan/planner.h"
 
 namespace {
 

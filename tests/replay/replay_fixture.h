@@ -4,10 +4,10 @@
 
 #include <memory>
 
-#include "exec/cost_model.h"
-#include "exec/hardware_profile.h"
-#include "exec/model_profile.h"
-#include "exec/planner.h"
+#include "plan/cost_model.h"
+#include "plan/hardware_profile.h"
+#include "plan/model_profile.h"
+#include "plan/planner.h"
 #include "replay/replay.h"
 #include "trace/trace.h"
 

@@ -1,4 +1,4 @@
-#include "exec/hardware_profile.h"
+#include "plan/hardware_profile.h"
 
 #include <fmt/ranges.h>
 

@@ -7,8 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/check.h"
-#include "exec/hardware_profile.h"
-#include "exec/model_profile.h"
+#include "plan/hardware_profile.h"
+#include "plan/model_profile.h"
 
 namespace ds {
 namespace {

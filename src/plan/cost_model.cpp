@@ -1,4 +1,4 @@
-#include "exec/cost_model.h"
+#include "plan/cost_model.h"
 
 #include <algorithm>
 #include <cmath>

@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "exec/hardware_profile.h"
-#include "exec/model_profile.h"
+#include "plan/hardware_profile.h"
+#include "plan/model_profile.h"
 
 namespace ds {
 

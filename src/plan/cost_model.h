@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "exec/hardware_profile.h"
-#include "exec/model_profile.h"
+#include "plan/hardware_profile.h"
+#include "plan/model_profile.h"
 
 namespace ds {
 

@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/check.h"
-#include "exec/planner.h"
+#include "plan/planner.h"
 
 namespace ds {
 namespace {

@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "core/check.h"
-#include "exec/cost_model.h"
+#include "plan/cost_model.h"
 
 namespace ds {
 namespace {

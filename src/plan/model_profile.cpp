@@ -1,11 +1,11 @@
-#include "exec/model_profile.h"
+#include "plan/model_profile.h"
 
 #include <filesystem>
 #include <initializer_list>
 #include <nlohmann/json.hpp>
 
 #include "core/check.h"
-#include "exec/hardware_profile.h"
+#include "plan/hardware_profile.h"
 
 namespace ds {
 

@@ -1,4 +1,4 @@
-#include "exec/planner.h"
+#include "plan/planner.h"
 
 #include <fmt/format.h>
 
@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/check.h"
-#include "exec/cost_model.h"
+#include "plan/cost_model.h"
 
 namespace ds {
 
