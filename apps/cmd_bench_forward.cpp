@@ -74,7 +74,7 @@ struct ModelCost {
 
 ModelCost model_cost(const std::string& dir, const ModelConfig& cfg) {
   ModelCost c;
-  const Checkpoint ck = Checkpoint::open(dir, cfg.tensor_prefix());
+  const WeightFiles ck = WeightFiles::open(dir, cfg.tensor_prefix());
   double routed_params = 0, routed_bytes = 0;
   for (const std::string& name : ck.names()) {
     const TensorRef* t = ck.find(name);
@@ -473,8 +473,7 @@ void register_bench_forward(CLI::App& bench) {
   auto* cmd = bench.add_subcommand("forward",
                                    "CPU forward benchmark: prefill and decode tok/s vs the machine's floor");
   auto a = std::make_shared<BenchArgs>();
-  cmd->add_option("--model", a->model,
-                  "Checkpoint folder for the first model (default: the tiny golden fixture)");
+  cmd->add_option("--model", a->model, "Model folder for the first model (default: the tiny golden fixture)");
   cmd->add_flag("--skip-tiny", a->skip_tiny, "Do not run the --model checkpoint");
   cmd->add_flag("--skip-small", a->skip_small, "Do not run the synthetic small config");
   cmd->add_flag("--kernels", a->kernels, "Also run kernel microbenchmarks (GEMV/GEMM/KDA)");

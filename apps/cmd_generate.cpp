@@ -33,7 +33,7 @@ void run_generate(const GenerateArgs& a) {
 void register_generate(CLI::App& app) {
   auto* cmd = app.add_subcommand("generate", "Greedy generation from token ids");
   auto a = std::make_shared<GenerateArgs>();
-  cmd->add_option("--model", a->model, "Checkpoint folder (config.json + *.safetensors)")->required();
+  cmd->add_option("--model", a->model, "Model folder (config.json + *.safetensors)")->required();
   cmd->add_option("--tokens", a->tokens, "Prompt token ids, comma separated (e.g. 1,2,3)");
   cmd->add_option("--tokens-file", a->tokens_file, "File with one prompt token id per line");
   cmd->add_option("--max-tokens", a->max_tokens, "Number of tokens to generate (default 16)");

@@ -40,7 +40,7 @@ void register_logits(CLI::App& app) {
   auto* cmd = app.add_subcommand("logits",
                                  "Run token ids through a checkpoint and write logits to a safetensors file");
   auto a = std::make_shared<LogitsArgs>();
-  cmd->add_option("--model", a->model, "Checkpoint folder (config.json + *.safetensors)")->required();
+  cmd->add_option("--model", a->model, "Model folder (config.json + *.safetensors)")->required();
   cmd->add_option("--tokens", a->tokens, "Prompt token ids, comma separated (e.g. 1,2,3)");
   cmd->add_option("--tokens-file", a->tokens_file, "File with one prompt token id per line");
   cmd->add_option("--out", a->out, "Output safetensors file: logits F32 [T, vocab]")->required();

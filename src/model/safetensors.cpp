@@ -122,7 +122,7 @@ const TensorRef* SafetensorsFile::find(std::string_view name) const {
   return it == tensors_.end() ? nullptr : &it->second;
 }
 
-// ---- Checkpoint -----------------------------------------------------------------------------
+// ---- WeightFiles ----------------------------------------------------------------------------
 
 namespace {
 
@@ -157,12 +157,12 @@ std::map<std::string, std::vector<std::string>> read_index(const std::string& in
 
 }  // namespace
 
-Checkpoint Checkpoint::open(const std::string& dir, const std::string& prefix, bool header_only) {
+WeightFiles WeightFiles::open(const std::string& dir, const std::string& prefix, bool header_only) {
   namespace fs = std::filesystem;
   auto open_file = [&](const std::string& p) -> std::shared_ptr<SafetensorsFile> {
     return header_only ? SafetensorsFile::open_header(p) : SafetensorsFile::open(p);
   };
-  Checkpoint ck;
+  WeightFiles ck;
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) {
     if (!fs::is_regular_file(dir, ec)) fail("checkpoint {} does not exist", dir);
@@ -195,19 +195,19 @@ Checkpoint Checkpoint::open(const std::string& dir, const std::string& prefix, b
   return ck;
 }
 
-const TensorRef* Checkpoint::find(std::string_view name) const {
+const TensorRef* WeightFiles::find(std::string_view name) const {
   auto it = by_name_.find(name);
   return it == by_name_.end() ? nullptr : it->second.tensor;
 }
 
-const TensorRef& Checkpoint::require(std::string_view name) const {
+const TensorRef& WeightFiles::require(std::string_view name) const {
   auto it = by_name_.find(name);
   if (it == by_name_.end()) fail("checkpoint: missing tensor `{}`", name);
   it->second.used = true;
   return *it->second.tensor;
 }
 
-const TensorRef& Checkpoint::get(std::string_view name, const std::vector<int64_t>& expected_shape) const {
+const TensorRef& WeightFiles::get(std::string_view name, const std::vector<int64_t>& expected_shape) const {
   TensorRef want;
   want.shape = expected_shape;
   auto it = by_name_.find(name);
@@ -220,13 +220,13 @@ const TensorRef& Checkpoint::get(std::string_view name, const std::vector<int64_
   return t;
 }
 
-std::vector<std::string> Checkpoint::names() const {
+std::vector<std::string> WeightFiles::names() const {
   std::vector<std::string> out;
   for (const auto& [n, t] : by_name_) out.push_back(n);
   return out;
 }
 
-std::vector<std::string> Checkpoint::unused_names() const {
+std::vector<std::string> WeightFiles::unused_names() const {
   std::vector<std::string> out;
   for (const auto& [n, e] : by_name_) {
     if (!e.used) out.push_back(n);

@@ -1,5 +1,5 @@
 // Safetensors reading: one mmapped file (8-byte LE header length + JSON header + data), and a
-// Checkpoint that spans the shards of a folder (model.safetensors or the
+// WeightFiles that spans the shards of a folder (model.safetensors or the
 // model.safetensors.index.json weight_map). Every header field, offset and shape is bounds-checked;
 // dtypes other than the supported ones are rejected when a tensor is bound, naming it.
 #pragma once
@@ -73,10 +73,10 @@ class SafetensorsFile {
 
 // All tensors of a checkpoint folder. `prefix` (e.g. "language_model.") is stripped from names that
 // carry it; tensors without it are kept under their full names.
-class Checkpoint {
+class WeightFiles {
  public:
   // `dir` is a checkpoint folder or one .safetensors file. header_only: see SafetensorsFile::open_header.
-  static Checkpoint open(const std::string& dir, const std::string& prefix = "", bool header_only = false);
+  static WeightFiles open(const std::string& dir, const std::string& prefix = "", bool header_only = false);
   const TensorRef* find(std::string_view name) const;
   // Marks `name` used and returns it; throws naming the tensor if it is missing (shape unchecked).
   const TensorRef& require(std::string_view name) const;

@@ -16,10 +16,10 @@ bool is_float(DType t) {
   return t == DType::BF16 || t == DType::F16 || t == DType::F32;
 }
 
-// Binds tensors by name through the Checkpoint (which records them as used) and checks dtypes.
+// Binds tensors by name through the WeightFiles (which records them as used) and checks dtypes.
 class Binder {
  public:
-  explicit Binder(const Checkpoint& ck) : ck_(ck) {}
+  explicit Binder(const WeightFiles& ck) : ck_(ck) {}
 
   // A float tensor (BF16 / F16 / F32) of exactly `shape`.
   TensorRef f(const std::string& name, const Shape& shape) const {
@@ -81,10 +81,10 @@ class Binder {
     return {f(p + "_norm.weight", {d}), f(p + "_proj.weight", {1, d})};
   }
 
-  const Checkpoint& ck() const { return ck_; }
+  const WeightFiles& ck() const { return ck_; }
 
  private:
-  const Checkpoint& ck_;
+  const WeightFiles& ck_;
 };
 
 KdaWeights bind_kda(const Binder& b, const ModelConfig& c, const std::string& p) {
@@ -172,7 +172,7 @@ LayerWeights bind_layer(const Binder& b, const ModelConfig& c, int i) {
 }
 
 // Every tensor must be bound, except those outside the text model's prefix (vision tower).
-void check_extras(const Checkpoint& ck, ModelWeights& w) {
+void check_extras(const WeightFiles& ck, ModelWeights& w) {
   std::vector<std::string> extra;
   size_t ignored = 0;
   for (const std::string& n : ck.unused_names()) {
@@ -195,7 +195,7 @@ void check_extras(const Checkpoint& ck, ModelWeights& w) {
 
 }  // namespace
 
-ModelWeights ModelWeights::bind(const ModelConfig& cfg, const Checkpoint& ck) {
+ModelWeights ModelWeights::bind(const ModelConfig& cfg, const WeightFiles& ck) {
   const Binder b(ck);
   const int64_t d = cfg.hidden, v = cfg.vocab_size;
   ModelWeights w;

@@ -1,7 +1,7 @@
-// Typed weights of a Kimi Linear / Kimi K3 text model: TensorRef views into a Checkpoint, bound by
+// Typed weights of a Kimi Linear / Kimi K3 text model: TensorRef views into WeightFiles, bound by
 // checkpoint name with shape and dtype checks. Owns the invariants "every tensor the config implies
 // is present with its exact shape" and "no tensor of the text model is left unbound".
-// Views stay valid while the Checkpoint they were bound from (its mapped files) lives.
+// Views stay valid while the WeightFiles they were bound from (its mapped files) lives.
 // Linear weights are PyTorch layout [out, in] (y = x Wᵀ). D = hidden, H/K = KDA heads/head dim,
 // Hm = MLA heads, E = experts, I = moe_intermediate, L = routed_expert_hidden_size.
 #pragma once
@@ -108,7 +108,7 @@ struct ModelWeights {
   // the dtype) when one is missing, mis-shaped or of an unsupported dtype, and listing extra
   // tensors. Tensors without the checkpoint prefix (vision tower of the kimi_k3 wrapper) are
   // ignored with a note.
-  static ModelWeights bind(const ModelConfig& cfg, const Checkpoint& ck);
+  static ModelWeights bind(const ModelConfig& cfg, const WeightFiles& ck);
 };
 
 }  // namespace ds

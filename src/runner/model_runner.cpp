@@ -14,8 +14,8 @@ namespace ds {
 namespace {
 
 // The mapped checkpoint and the typed views into it; the runner's WeightViews point into it.
-struct LoadedCheckpoint {
-  Checkpoint ck;
+struct LoadedWeightFiles {
+  WeightFiles ck;
   ModelWeights w;
 };
 
@@ -189,8 +189,8 @@ std::unique_ptr<ModelRunner> ModelRunner::load(const std::string& dir, RunnerOpt
   r->cfg_ = ModelConfig::load(dir);
   r->opt_ = opt;
   const ModelConfig& cfg = r->cfg_;
-  auto loaded = std::make_shared<LoadedCheckpoint>(
-      LoadedCheckpoint{Checkpoint::open(dir, cfg.multimodal_wrapper ? "language_model." : ""), {}});
+  auto loaded = std::make_shared<LoadedWeightFiles>(
+      LoadedWeightFiles{WeightFiles::open(dir, cfg.multimodal_wrapper ? "language_model." : ""), {}});
   loaded->w = ModelWeights::bind(cfg, loaded->ck);
   const ModelWeights& w = loaded->w;
   r->embed_ = view2d(w.embed);

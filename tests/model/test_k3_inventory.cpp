@@ -199,7 +199,7 @@ TEST(K3Inventory, RealTensorInventoryBindsHeaderOnly) {
   const ModelConfig cfg = ModelConfig::load(dir.path());
   EXPECT_EQ(cfg.n_kda_layers(), 69);
   EXPECT_EQ(cfg.n_mla_layers(), 24);
-  const Checkpoint ck = Checkpoint::open(dir.path(), cfg.tensor_prefix(), /*header_only=*/true);
+  const WeightFiles ck = WeightFiles::open(dir.path(), cfg.tensor_prefix(), /*header_only=*/true);
   EXPECT_EQ(ck.size(), n_tensors);
   const ModelWeights w = ModelWeights::bind(cfg, ck);
   ASSERT_EQ(w.notes.size(), 1u);

@@ -190,12 +190,12 @@ void write_sharded(const TempDir& dir, const json& weight_map) {
                    {{"metadata", {{"total_size", 28}}}, {"weight_map", weight_map}});
 }
 
-TEST(Checkpoint, ShardedIndex) {
+TEST(WeightFiles, ShardedIndex) {
   TempDir dir;
   write_sharded(dir, {{"a", "model-00001-of-00002.safetensors"},
                       {"b", "model-00001-of-00002.safetensors"},
                       {"c", "model-00002-of-00002.safetensors"}});
-  const Checkpoint ck = Checkpoint::open(dir.path());
+  const WeightFiles ck = WeightFiles::open(dir.path());
   EXPECT_EQ(ck.names(), (std::vector<std::string>{"a", "b", "c"}));
   EXPECT_EQ(tensor_to_f32(ck.get("c", {1})), std::vector<float>{4});
   EXPECT_EQ(tensor_to_f32(ck.get("b", {2, 2})), (std::vector<float>{1, 2, 3, 4}));
@@ -205,23 +205,23 @@ TEST(Checkpoint, ShardedIndex) {
   expect_error([&] { ck.require("zz"); }, {"missing tensor `zz`"});
 }
 
-TEST(Checkpoint, BadIndex) {
+TEST(WeightFiles, BadIndex) {
   {
     TempDir dir;
     write_sharded(dir,
                   {{"a", "model-00001-of-00002.safetensors"}, {"c", "model-00001-of-00002.safetensors"}});
-    expect_error([&] { Checkpoint::open(dir.path()); },
+    expect_error([&] { WeightFiles::open(dir.path()); },
                  {"`c`", "absent from model-00001-of-00002.safetensors"});
   }
   {
     TempDir dir;
     write_sharded(dir, {{"a", "../model-00001-of-00002.safetensors"}});
-    expect_error([&] { Checkpoint::open(dir.path()); }, {"not a plain file name"});
+    expect_error([&] { WeightFiles::open(dir.path()); }, {"not a plain file name"});
   }
   {
     TempDir dir;
     write_sharded(dir, {{"a", "model-00003-of-00002.safetensors"}});
-    expect_error([&] { Checkpoint::open(dir.path()); }, {"model-00003-of-00002.safetensors"});
+    expect_error([&] { WeightFiles::open(dir.path()); }, {"model-00003-of-00002.safetensors"});
   }
   {
     TempDir dir;
@@ -230,30 +230,30 @@ TEST(Checkpoint, BadIndex) {
                   {{"a", "model-00001-of-00002.safetensors"}, {"c", "model-00002-of-00002.safetensors"}});
     write_safetensors(dir.file("model-00002-of-00002.safetensors"),
                       {{"c", DType::F32, {1}, v.data()}, {"a", DType::F32, {1}, v.data()}});
-    expect_error([&] { Checkpoint::open(dir.path()); }, {"`a` appears twice"});
+    expect_error([&] { WeightFiles::open(dir.path()); }, {"`a` appears twice"});
   }
   {
     TempDir dir;
-    expect_error([&] { Checkpoint::open(dir.path()); },
+    expect_error([&] { WeightFiles::open(dir.path()); },
                  {"neither model.safetensors nor model.safetensors.index.json"});
-    expect_error([&] { Checkpoint::open(dir.file("missing")); }, {"does not exist"});
+    expect_error([&] { WeightFiles::open(dir.file("missing")); }, {"does not exist"});
   }
 }
 
-TEST(Checkpoint, PrefixStrippedAndHeaderOnly) {
+TEST(WeightFiles, PrefixStrippedAndHeaderOnly) {
   TempDir dir;
   const std::vector<float> v{1, 2, 3};
   write_safetensors(dir.file("model.safetensors"),
                     {{"language_model.model.norm.weight", DType::F32, {3}, v.data()},
                      {"vision_tower.w", DType::F32, {1}, v.data()}});
-  const Checkpoint ck = Checkpoint::open(dir.path(), "language_model.");
+  const WeightFiles ck = WeightFiles::open(dir.path(), "language_model.");
   EXPECT_EQ(ck.names(), (std::vector<std::string>{"model.norm.weight", "vision_tower.w"}));
   EXPECT_TRUE(ck.is_unprefixed("vision_tower.w"));
   EXPECT_FALSE(ck.is_unprefixed("model.norm.weight"));
   EXPECT_EQ(tensor_to_f32(ck.get("model.norm.weight", {3})), v);
 
-  const Checkpoint hdr =
-      Checkpoint::open(dir.file("model.safetensors"), "language_model.", /*header_only=*/true);
+  const WeightFiles hdr =
+      WeightFiles::open(dir.file("model.safetensors"), "language_model.", /*header_only=*/true);
   const TensorRef& t = hdr.get("model.norm.weight", {3});
   EXPECT_EQ(t.data, nullptr);
   EXPECT_EQ(t.n_bytes, 12u);

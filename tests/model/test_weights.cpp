@@ -27,7 +27,7 @@ OwnedTensor* find_tensor(std::vector<OwnedTensor>& ts, const std::string& name) 
 TEST(Weights, KimiLinearFixtureBindsEveryTensor) {
   const std::string dir = golden_dir("kimi-linear-tiny");
   const ModelConfig cfg = ModelConfig::load(dir);
-  const Checkpoint ck = Checkpoint::open(dir, cfg.tensor_prefix());
+  const WeightFiles ck = WeightFiles::open(dir, cfg.tensor_prefix());
   const ModelWeights w = ModelWeights::bind(cfg, ck);
   EXPECT_TRUE(ck.unused_names().empty());
   EXPECT_TRUE(w.notes.empty());
@@ -64,7 +64,7 @@ TEST(Weights, KimiLinearFixtureBindsEveryTensor) {
 TEST(Weights, K3FixtureBindsEveryTensor) {
   const std::string dir = golden_dir("k3-tiny");
   const ModelConfig cfg = ModelConfig::load(dir);
-  const Checkpoint ck = Checkpoint::open(dir, cfg.tensor_prefix());
+  const WeightFiles ck = WeightFiles::open(dir, cfg.tensor_prefix());
   const ModelWeights w = ModelWeights::bind(cfg, ck);
   EXPECT_TRUE(ck.unused_names().empty());
   EXPECT_EQ(ck.size(), 320u);
@@ -95,7 +95,7 @@ void expect_bind_error(const std::string& fixture, const std::function<void(std:
   TempDir dir;
   test::copy_checkpoint(fixture, dir.path(), edit);
   const ModelConfig cfg = ModelConfig::load(dir.path());
-  const Checkpoint ck = Checkpoint::open(dir.path());
+  const WeightFiles ck = WeightFiles::open(dir.path());
   expect_error([&] { ModelWeights::bind(cfg, ck); }, parts);
 }
 
@@ -146,7 +146,7 @@ TEST(Weights, ALogShapes) {
     t->bytes.resize(32, 0);
   });
   const ModelConfig cfg = ModelConfig::load(dir.path());
-  const Checkpoint ck = Checkpoint::open(dir.path());
+  const WeightFiles ck = WeightFiles::open(dir.path());
   const ModelWeights w = ModelWeights::bind(cfg, ck);
   EXPECT_EQ(w.layers[0].kda->a_log.shape, Shape{8});
   // Fewer entries than heads is an error.
@@ -186,7 +186,7 @@ TEST(Weights, Mxfp4Experts) {
   TempDir dir;
   test::copy_checkpoint("k3-tiny", dir.path(), to_mxfp4);
   const ModelConfig cfg = ModelConfig::load(dir.path());
-  const Checkpoint ck = Checkpoint::open(dir.path());
+  const WeightFiles ck = WeightFiles::open(dir.path());
   const ModelWeights w = ModelWeights::bind(cfg, ck);
   const ExpertWeights& e = w.layers[2].moe->experts[3];
   ASSERT_TRUE(e.w1.is_mxfp4());
@@ -230,14 +230,14 @@ TEST(Weights, KimiK3WrapperLoadsTextModel) {
                     {"vision_config", {{"hidden_size", 1024}}}});
   const ModelConfig cfg = ModelConfig::load(dir.path());
   ASSERT_TRUE(cfg.multimodal_wrapper);
-  const Checkpoint ck = Checkpoint::open(dir.path(), cfg.tensor_prefix());
+  const WeightFiles ck = WeightFiles::open(dir.path(), cfg.tensor_prefix());
   const ModelWeights w = ModelWeights::bind(cfg, ck);
   ASSERT_EQ(w.notes.size(), 1u);
   EXPECT_NE(w.notes[0].find("ignored 2 tensor(s)"), std::string::npos) << w.notes[0];
   EXPECT_NE(w.notes[0].find("vision"), std::string::npos);
   EXPECT_EQ(w.layers[4].mla->g_proj->name, "language_model.model.layers.4.self_attn.g_proj.weight");
   // Without the prefix the text tensors are all "extra" and nothing is found.
-  const Checkpoint raw = Checkpoint::open(dir.path());
+  const WeightFiles raw = WeightFiles::open(dir.path());
   expect_error([&] { ModelWeights::bind(cfg, raw); }, {"missing tensor `model.embed_tokens.weight`"});
 }
 
