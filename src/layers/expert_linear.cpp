@@ -15,9 +15,9 @@ void ExpertLinear::validate(const char* what) const {
     check_weight(dense, what);
     return;
   }
-  DS_CHECK(mxfp4.scale != nullptr, "expert weight {}: MXFP4 without weight_scale", what);
+  DS_CHECK(mxfp4.scale != nullptr, "weight {}: MXFP4 without weight_scale", what);
   DS_CHECK(mxfp4.rows > 0 && mxfp4.cols > 0 && mxfp4.cols % kMxfp4BlockSize == 0,
-           "expert weight {}: MXFP4 shape [{}, {}] needs in % 32 == 0", what, mxfp4.rows, mxfp4.cols);
+           "weight {}: MXFP4 shape [{}, {}] needs in % 32 == 0", what, mxfp4.rows, mxfp4.cols);
 }
 
 void mxfp4_rows_to_f32(const Mxfp4View& w, int64_t r0, int64_t n, float* out) {
@@ -27,10 +27,13 @@ void mxfp4_rows_to_f32(const Mxfp4View& w, int64_t r0, int64_t n, float* out) {
                      {out + size_t(r - r0) * cols, cols});
 }
 
-void ExpertLinear::forward(const float* x, int64_t T, float* y) const {
+void ExpertLinear::forward(const float* x, int64_t T, float* y, bool accumulate) const {
   if (T == 0) return;
   if (!is_mxfp4()) {
-    linear(x, T, dense, y);
+    if (accumulate)
+      linear_accumulate(x, T, dense, y);
+    else
+      linear(x, T, dense, y);
     return;
   }
   const int64_t R = mxfp4.rows, C = mxfp4.cols;
@@ -43,7 +46,7 @@ void ExpertLinear::forward(const float* x, int64_t T, float* y) const {
       const int64_t r0 = p * kMxfp4PanelRows, n = std::min(kMxfp4PanelRows, R - r0);
       mxfp4_rows_to_f32(mxfp4, r0, n, panel.data());
       const WeightView v{panel.data(), DType::F32, n, C};
-      linear_strided(x, C, T, v, y + r0, R, /*accumulate=*/false);
+      linear_strided(x, C, T, v, y + r0, R, accumulate);
     }
   }
 }

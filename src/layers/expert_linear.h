@@ -1,7 +1,7 @@
-// ExpertLinear: the weight of a routed-expert projection, y = x·Wᵀ with W [out, in] either dense
-// (a WeightView, F32/BF16) or MXFP4 (compressed-tensors mxfp4-pack-quantized, model-spec §8).
-// Owns the on-the-fly MXFP4 GEMM: rows are dequantised panel by panel into a small f32 buffer and
-// multiplied there; the whole matrix is never expanded.
+// ExpertLinear: one projection weight, y = x·Wᵀ with W [out, in] either dense (a WeightView,
+// F32/BF16) or MXFP4 (compressed-tensors mxfp4-pack-quantized routed experts). Owns the on-the-fly
+// MXFP4 GEMM: rows are dequantised panel by panel into a small f32 buffer and multiplied there;
+// the whole matrix is never expanded.
 #pragma once
 
 #include <cstdint>
@@ -24,13 +24,17 @@ struct ExpertLinear {
   WeightView dense;  // used when mxfp4.packed == nullptr
   Mxfp4View mxfp4;
 
+  ExpertLinear() = default;
+  ExpertLinear(const WeightView& w) : dense(w) {}  // NOLINT: implicit, a dense weight is an ExpertLinear
+  ExpertLinear(const Mxfp4View& w) : mxfp4(w) {}   // NOLINT
+
   bool is_mxfp4() const { return mxfp4.packed != nullptr; }
   int64_t rows() const { return is_mxfp4() ? mxfp4.rows : dense.rows; }  // out features
   int64_t cols() const { return is_mxfp4() ? mxfp4.cols : dense.cols; }  // in features
   void validate(const char* what) const;  // throws ds::Error naming `what` and the shape
 
-  // x f32 [T, cols] -> y f32 [T, rows] (overwritten). x and y must not alias.
-  void forward(const float* x, int64_t T, float* y) const;
+  // x f32 [T, cols] -> y f32 [T, rows], overwritten or (accumulate) added to. x and y must not alias.
+  void forward(const float* x, int64_t T, float* y, bool accumulate = false) const;
 };
 
 // Rows [r0, r0 + n) of an MXFP4 matrix as f32 [n, cols].

@@ -1,15 +1,16 @@
 #include "layers/moe_layer.h"
 
 #include <algorithm>
-#include <numeric>
+#include <utility>
 
 #include "core/check.h"
-#include "kernels/cpu/activation.h"
 #include "kernels/cpu/linear.h"
+#include "kernels/cpu/norm.h"
 
 namespace ds {
 
-MoeLayer::MoeLayer(const MoeConfig& cfg, MoeParams params) : cfg_(cfg), p_(std::move(params)) {
+MoeLayer::MoeLayer(const MoeConfig& cfg, float rms_norm_eps, MoeParams params)
+    : cfg_(cfg), eps_(rms_norm_eps), p_(std::move(params)) {
   const int64_t E = cfg_.n_expert;
   check_weight(p_.router, "moe router");
   DS_CHECK(p_.router.rows == E, "moe router has {} rows, expected num_experts {}", p_.router.rows, E);
@@ -18,44 +19,79 @@ MoeLayer::MoeLayer(const MoeConfig& cfg, MoeParams params) : cfg_(cfg), p_(std::
            "e_score_correction_bias has {} values, expected {}", p_.correction_bias.size(), E);
   DS_CHECK(cfg_.n_expert_per_token >= 1 && cfg_.n_expert_per_token <= E,
            "num_experts_per_token {} not in [1, {}]", cfg_.n_expert_per_token, E);
-  for (const GluMlp& e : p_.experts) e.validate("moe expert");
-  if (p_.shared.gate.rows > 0) p_.shared.validate("moe shared expert");
+  const int64_t D = hidden();
+  if (latent()) {
+    check_weight(p_.latent_down, "routed_expert_down_proj");
+    check_weight(p_.latent_up, "routed_expert_up_proj");
+    const int64_t L = p_.latent_down.rows;
+    DS_CHECK(p_.latent_down.cols == D && p_.latent_up.rows == D && p_.latent_up.cols == L,
+             "latent moe: routed_expert_down_proj [{}, {}] / up_proj [{}, {}] do not fit hidden {}",
+             p_.latent_down.rows, p_.latent_down.cols, p_.latent_up.rows, p_.latent_up.cols, D);
+    DS_CHECK(cfg_.latent_dim == 0 || cfg_.latent_dim == L,
+             "latent moe: routed_expert_hidden_size {} but routed_expert_down_proj has {} rows",
+             cfg_.latent_dim, L);
+    DS_CHECK(p_.latent_norm.empty() || int64_t(p_.latent_norm.size()) == L,
+             "routed_expert_norm.weight has {} values, expected {}", p_.latent_norm.size(), L);
+    DS_CHECK(!cfg_.latent_norm || !p_.latent_norm.empty(),
+             "latent_moe_use_norm is set but routed_expert_norm.weight is missing");
+  }
+  for (const GluMlp& e : p_.experts) {
+    e.validate("moe expert");
+    DS_CHECK(e.width() == expert_width(), "moe expert has width {}, expected {}", e.width(), expert_width());
+  }
+  if (p_.shared) {
+    p_.shared->validate("moe shared experts");
+    DS_CHECK(p_.shared->width() == D, "moe shared experts have width {}, expected hidden {}",
+             p_.shared->width(), D);
+  }
 }
 
 MoeRouting MoeLayer::route(const float* router_logits, int64_t T) const {
   return route_sigmoid_topk(cfg_, p_.correction_bias, router_logits, T);
 }
 
-void MoeLayer::forward(const float* x, int64_t T, float* y) const {
-  const int64_t D = p_.router.cols, E = cfg_.n_expert;
-  std::vector<float> logits(size_t(T * E));  // f32 [T, E]
-  linear(x, T, p_.router, logits.data());
-  const MoeRouting r = route(logits.data(), T);
-
+void MoeLayer::routed(const float* z, int64_t T, const MoeRouting& r, float* u) const {
+  const int64_t W = expert_width();
   // Group (token, weight) by expert, then run each expert once over its tokens.
-  std::vector<std::vector<std::pair<int64_t, float>>> by_expert(static_cast<size_t>(E));
+  std::vector<std::vector<std::pair<int64_t, float>>> by_expert(p_.experts.size());
   for (int64_t t = 0; t < T; ++t)
     for (int j = 0; j < r.k; ++j)
       by_expert[size_t(r.expert[size_t(t * r.k + j)])].push_back({t, r.weight[size_t(t * r.k + j)]});
-
-  std::fill(y, y + T * D, 0.0f);
-  std::vector<float> xg, yg;
-  for (int64_t e = 0; e < E; ++e) {
-    const auto& rows = by_expert[size_t(e)];
+  std::fill(u, u + T * W, 0.0f);
+  std::vector<float> zg, yg;  // f32 [n, W] gathered inputs / expert outputs
+  for (size_t e = 0; e < by_expert.size(); ++e) {
+    const auto& rows = by_expert[e];
     if (rows.empty()) continue;
     const int64_t n = int64_t(rows.size());
-    xg.resize(size_t(n * D));
-    yg.resize(size_t(n * D));
-    for (int64_t i = 0; i < n; ++i) std::copy_n(x + rows[size_t(i)].first * D, D, xg.data() + i * D);
-    p_.experts[size_t(e)].forward(xg.data(), n, yg.data());
+    zg.resize(size_t(n * W));
+    yg.resize(size_t(n * W));
+    for (int64_t i = 0; i < n; ++i) std::copy_n(z + rows[size_t(i)].first * W, W, zg.data() + i * W);
+    p_.experts[e].forward(zg.data(), n, yg.data());
     for (int64_t i = 0; i < n; ++i) {
-      float* dst = y + rows[size_t(i)].first * D;
+      float* dst = u + rows[size_t(i)].first * W;
       const float w = rows[size_t(i)].second;
-      const float* src = yg.data() + i * D;
-      for (int64_t d = 0; d < D; ++d) dst[d] += w * src[d];
+      const float* src = yg.data() + i * W;
+      for (int64_t c = 0; c < W; ++c) dst[c] += w * src[c];
     }
   }
-  if (p_.shared.gate.rows > 0) p_.shared.forward(x, T, y, /*accumulate=*/true);
+}
+
+void MoeLayer::forward(const float* x, int64_t T, float* y) const {
+  if (T == 0) return;
+  const int64_t E = cfg_.n_expert, W = expert_width();
+  std::vector<float> logits(size_t(T * E));  // f32 [T, E]
+  linear(x, T, p_.router, logits.data());
+  const MoeRouting r = route(logits.data(), T);
+  if (!latent()) {
+    routed(x, T, r, y);
+  } else {
+    std::vector<float> z(size_t(T * W)), u(size_t(T * W));  // f32 [T, L]
+    linear(x, T, p_.latent_down, z.data());
+    routed(z.data(), T, r, u.data());
+    if (!p_.latent_norm.empty()) rmsnorm(u.data(), T, W, p_.latent_norm.data(), eps_, u.data());
+    linear(u.data(), T, p_.latent_up, y);
+  }
+  if (p_.shared) p_.shared->forward(x, T, y, /*accumulate=*/true);
 }
 
 }  // namespace ds

@@ -1,4 +1,4 @@
-// Sigmoid top-k MoE router shared by MoeLayer (Kimi Linear) and LatentMoeLayer (K3): f32 sigmoid
+// Sigmoid top-k MoE router of MoeLayer (Kimi Linear and K3): f32 sigmoid
 // scores, selection by score + e_score_correction_bias, mixture weights from the UNBIASED scores,
 // renormalised (when configured and k > 1) and scaled by routed_scaling_factor (model-spec §6).
 #pragma once

@@ -7,7 +7,7 @@
 #include "kernels/cpu/linear.h"
 #include "kernels/cpu/norm.h"
 #include "layers/attn_res.h"
-#include "layers/latent_moe.h"
+#include "layers/moe_layer.h"
 #include "model/weights.h"
 
 namespace ds {
@@ -25,11 +25,6 @@ WeightView view2d(const TensorRef& t) {
   DS_CHECK(t.shape.size() >= 1 && t.shape[0] > 0, "tensor {} has shape {}, expected a matrix", t.name,
            t.shape_str());
   return WeightView{t.data, t.dtype, t.shape[0], t.numel() / t.shape[0]};
-}
-
-WeightView view2d(const LinearWeight& w) {
-  DS_CHECK(!w.is_mxfp4(), "tensor {} is MXFP4; the CPU forward does not dequantise MXFP4 yet", w.weight.name);
-  return view2d(w.weight);
 }
 
 // Small parameter (norm weight, conv taps, bias) as f32, first n values (n < 0: all).
@@ -61,6 +56,12 @@ SituParams situ_params(const ModelConfig& cfg) {
 
 GluMlp glu(const DenseMlpWeights& w, const ModelConfig& cfg) {
   return GluMlp{view2d(w.gate_proj), view2d(w.up_proj), view2d(w.down_proj), cfg.act, situ_params(cfg)};
+}
+
+// A projection weight of a routed expert: dense, or MXFP4 dequantised on the fly.
+ExpertLinear expert_linear(const LinearWeight& w) {
+  if (w.is_mxfp4()) return Mxfp4View{w.weight.data, w.scale->data, w.out, w.in};
+  return view2d(w.weight);
 }
 
 KdaParams kda_params(const ModelConfig& cfg, const KdaWeights& w) {
@@ -101,47 +102,16 @@ MlaParams mla_params(const MlaWeights& w) {
 }
 
 MoeParams moe_params(const ModelConfig& cfg, const MoeWeights& w) {
-  DS_CHECK(!w.latent_down && !w.latent_up, "moe {}: LatentMoE is not supported by the CPU forward yet",
-           w.gate.name);
   MoeParams p;
-  p.router = view2d(w.gate);
-  p.correction_bias = to_f32(w.e_score_correction_bias);
-  for (const ExpertWeights& e : w.experts)
-    p.experts.push_back(GluMlp{view2d(e.w1), view2d(e.w3), view2d(e.w2), cfg.act, situ_params(cfg)});
-  if (w.shared) p.shared = glu(*w.shared, cfg);
-  return p;
-}
-
-// K3 MoE blocks (LatentMoE and/or MXFP4 routed experts) run in LatentMoeLayer (model-spec §7.4).
-bool needs_latent_moe(const MoeWeights& w) {
-  return w.latent_down || w.latent_up ||
-         std::any_of(w.experts.begin(), w.experts.end(), [](const ExpertWeights& e) {
-           return e.w1.is_mxfp4() || e.w2.is_mxfp4() || e.w3.is_mxfp4();
-         });
-}
-
-ExpertLinear expert_linear(const LinearWeight& w) {
-  ExpertLinear e;
-  if (w.is_mxfp4())
-    e.mxfp4 = Mxfp4View{w.weight.data, w.scale->data, w.out, w.in};
-  else
-    e.dense = view2d(w.weight);
-  return e;
-}
-
-LatentMoeParams latent_moe_params(const MoeWeights& w) {
-  LatentMoeParams p;
   p.router = view2d(w.gate);
   p.correction_bias = to_f32(w.e_score_correction_bias);
   if (w.latent_down) p.latent_down = view2d(*w.latent_down);
   if (w.latent_up) p.latent_up = view2d(*w.latent_up);
   if (w.latent_norm) p.latent_norm = to_f32(*w.latent_norm);
   for (const ExpertWeights& e : w.experts)
-    p.experts.push_back(GluExpert{expert_linear(e.w1), expert_linear(e.w3), expert_linear(e.w2)});
-  if (w.shared)
-    p.shared.push_back(GluExpert{{view2d(w.shared->gate_proj), {}},
-                                 {view2d(w.shared->up_proj), {}},
-                                 {view2d(w.shared->down_proj), {}}});
+    p.experts.push_back(
+        GluMlp{expert_linear(e.w1), expert_linear(e.w3), expert_linear(e.w2), cfg.act, situ_params(cfg)});
+  if (w.shared) p.shared = glu(*w.shared, cfg);
   return p;
 }
 
@@ -172,9 +142,8 @@ struct ModelRunner::Block {
   std::vector<float> post_norm;   // f32 [D]
   std::unique_ptr<KdaLayer> kda;
   std::unique_ptr<MlaLayer> mla;
-  std::unique_ptr<MoeLayer> moe;               // MoE FFN, or
-  std::unique_ptr<LatentMoeLayer> latent_moe;  // K3 LatentMoE / MXFP4-expert FFN, or
-  GluMlp mlp;                                  // dense FFN when moe is null
+  std::unique_ptr<MoeLayer> moe;  // MoE FFN (K3: with latent projections / MXFP4 experts), or
+  GluMlp mlp;                     // dense FFN when moe is null
 };
 
 ModelRunner::~ModelRunner() = default;
@@ -207,11 +176,8 @@ std::unique_ptr<ModelRunner> ModelRunner::load(const std::string& dir, RunnerOpt
                                           opt.kda);
     else
       b->mla = std::make_unique<MlaLayer>(cfg.mla, cfg.hidden, mla_params(*lw.mla));
-    if (lw.moe && needs_latent_moe(*lw.moe)) {
-      b->latent_moe = std::make_unique<LatentMoeLayer>(cfg.moe, GluActivation{cfg.act, situ_params(cfg)},
-                                                       cfg.rms_norm_eps, latent_moe_params(*lw.moe));
-    } else if (lw.moe) {
-      b->moe = std::make_unique<MoeLayer>(cfg.moe, moe_params(cfg, *lw.moe));
+    if (lw.moe) {
+      b->moe = std::make_unique<MoeLayer>(cfg.moe, cfg.rms_norm_eps, moe_params(cfg, *lw.moe));
     } else {
       DS_CHECK(lw.mlp.has_value(), "{}: layer {} has neither an MoE nor a dense MLP", dir, l);
       b->mlp = glu(*lw.mlp, cfg);
@@ -272,9 +238,7 @@ void ModelRunner::run_mixer(int layer, const ForwardBatch& batch, const LayerBat
 // The FFN of one layer (dense MLP, MoE or LatentMoE) on its normed input n f32 [T, D] -> y.
 void ModelRunner::run_ffn(int layer, const float* n, int64_t T, float* y) const {
   const Block& blk = *blocks_[size_t(layer)];
-  if (blk.latent_moe)
-    blk.latent_moe->forward(n, T, y);
-  else if (blk.moe)
+  if (blk.moe)
     blk.moe->forward(n, T, y);
   else
     blk.mlp.forward(n, T, y);

@@ -1,3 +1,5 @@
+// MoeLayer with K3's latent projections: routing, the forward against a naive double-precision
+// Stable LatentMoE, MXFP4 experts against their dense expansion, bad shapes.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -7,7 +9,7 @@
 #include <vector>
 
 #include "core/check.h"
-#include "layers/latent_moe.h"
+#include "layers/moe_layer.h"
 #include "random_weights.h"
 
 using namespace ds;
@@ -30,8 +32,9 @@ std::vector<double> matvec(const std::vector<float>& w, int rows, int cols, cons
 struct DenseGlu {
   std::vector<float> w1, w3, w2;  // [I, In], [I, In], [In, I]
   int in, inter;
-  GluExpert view() const {
-    GluExpert e;
+  GluMlp view() const {
+    GluMlp e;
+    e.act = Activation::Situ;
     e.gate.dense = {w1.data(), DType::F32, inter, in};
     e.up.dense = {w3.data(), DType::F32, inter, in};
     e.down.dense = {w2.data(), DType::F32, in, inter};
@@ -57,19 +60,20 @@ TEST(K3LatentMoe, RouterUsesBiasForSelectionOnly) {
   MoeConfig cfg;
   cfg.n_expert = 4, cfg.n_expert_per_token = 2, cfg.routed_scaling = 2.0f;
   std::vector<float> router(4 * 8, 0.0f), w1(8), w3(8), w2(8);
-  LatentMoeParams p;
+  MoeParams p;
   p.router = {router.data(), DType::F32, 4, 8};
   p.correction_bias = {0.0f, 0.0f, 2.0f, 0.0f};
   for (int e = 0; e < 4; ++e) {
-    GluExpert x;
+    GluMlp x;
+    x.act = Activation::Situ;
     x.gate.dense = {w1.data(), DType::F32, 1, 8};
     x.up.dense = {w3.data(), DType::F32, 1, 8};
     x.down.dense = {w2.data(), DType::F32, 8, 1};
     p.experts.push_back(x);
   }
-  LatentMoeLayer moe(cfg, GluActivation{Activation::Situ, {}}, 1e-5f, p);
+  MoeLayer moe(cfg, 1e-5f, p);
   const float logits[4] = {0.0f, 1.0f, -1.0f, 2.0f};
-  const LatentMoeRouting r = moe.route(logits, 1);
+  const MoeRouting r = moe.route(logits, 1);
   ASSERT_EQ(r.expert, (std::vector<int32_t>{2, 3}));  // expert 2 selected through its bias
   const double s2 = sig(-1.0), s3 = sig(2.0);
   EXPECT_NEAR(r.weight[0], 2.0 * s2 / (s2 + s3), 1e-6);  // unbiased score, renormalised, × 2
@@ -90,15 +94,15 @@ TEST(K3LatentMoe, ForwardMatchesNaiveStableLatentMoe) {
   std::vector<DenseGlu> experts;
   for (int e = 0; e < E; ++e) experts.push_back(random_glu(rng, L, I));
   const DenseGlu shared = random_glu(rng, D, IS);
-  LatentMoeParams p;
+  MoeParams p;
   p.router = {router.data(), DType::F32, E, D};
   p.correction_bias = bias;
   p.latent_down = {down.data(), DType::F32, L, D};
   p.latent_up = {up.data(), DType::F32, D, L};
   p.latent_norm = norm;
   for (const auto& e : experts) p.experts.push_back(e.view());
-  p.shared.push_back(shared.view());
-  const LatentMoeLayer moe(cfg, GluActivation{Activation::Situ, {}}, 1e-5f, p);
+  p.shared = shared.view();
+  const MoeLayer moe(cfg, 1e-5f, p);
   const auto x = randn(rng, size_t(T) * D, 1.0f);
   std::vector<float> y(size_t(T) * D);
   moe.forward(x.data(), T, y.data());
@@ -165,15 +169,16 @@ TEST(K3LatentMoe, Mxfp4ExpertsEqualTheirDenseExpansion) {
         }
       mats.push_back(std::move(q));
     }
-  LatentMoeParams pq, pd;
-  for (LatentMoeParams* p : {&pq, &pd}) {
+  MoeParams pq, pd;
+  for (MoeParams* p : {&pq, &pd}) {
     p->router = {router.data(), DType::F32, E, D};
     p->latent_down = {down.data(), DType::F32, L, D};
     p->latent_up = {up.data(), DType::F32, D, L};
     p->latent_norm = norm;
   }
   for (int e = 0; e < E; ++e) {
-    GluExpert q, d;
+    GluMlp q, d;
+    q.act = d.act = Activation::Situ;
     ExpertLinear* qs[3] = {&q.gate, &q.up, &q.down};
     ExpertLinear* ds_[3] = {&d.gate, &d.up, &d.down};
     for (int m = 0; m < 3; ++m) {
@@ -184,8 +189,7 @@ TEST(K3LatentMoe, Mxfp4ExpertsEqualTheirDenseExpansion) {
     pq.experts.push_back(q);
     pd.experts.push_back(d);
   }
-  const GluActivation act{Activation::Situ, {}};
-  const LatentMoeLayer mq(cfg, act, 1e-5f, pq), md(cfg, act, 1e-5f, pd);
+  const MoeLayer mq(cfg, 1e-5f, pq), md(cfg, 1e-5f, pd);
   const auto x = randn(rng, size_t(T) * D, 1.0f);
   std::vector<float> yq(size_t(T) * D), yd(size_t(T) * D);
   mq.forward(x.data(), T, yq.data());
@@ -197,19 +201,19 @@ TEST(K3LatentMoe, BadShapesThrow) {
   MoeConfig cfg;
   cfg.n_expert = 2, cfg.n_expert_per_token = 1, cfg.latent_dim = 4, cfg.latent_norm = true;
   std::vector<float> r(2 * 8), dn(4 * 8), upw(8 * 4), w(4 * 4);
-  LatentMoeParams p;
+  MoeParams p;
   p.router = {r.data(), DType::F32, 2, 8};
   p.latent_down = {dn.data(), DType::F32, 4, 8};
   p.latent_up = {upw.data(), DType::F32, 8, 4};
-  GluExpert e;
+  GluMlp e;
   e.gate.dense = e.up.dense = e.down.dense = {w.data(), DType::F32, 4, 4};
   p.experts = {e, e};
-  EXPECT_THROW(LatentMoeLayer(cfg, {}, 1e-5f, p), Error);  // latent_moe_use_norm without the weight
+  EXPECT_THROW(MoeLayer(cfg, 1e-5f, p), Error);  // latent_moe_use_norm without the weight
   p.latent_norm.assign(4, 1.0f);
-  EXPECT_NO_THROW(LatentMoeLayer(cfg, {}, 1e-5f, p));
+  EXPECT_NO_THROW(MoeLayer(cfg, 1e-5f, p));
   p.experts.pop_back();
-  EXPECT_THROW(LatentMoeLayer(cfg, {}, 1e-5f, p), Error);  // expert count
+  EXPECT_THROW(MoeLayer(cfg, 1e-5f, p), Error);  // expert count
   p.experts = {e, e};
   p.latent_up = {upw.data(), DType::F32, 4, 8};
-  EXPECT_THROW(LatentMoeLayer(cfg, {}, 1e-5f, p), Error);  // up_proj transposed
+  EXPECT_THROW(MoeLayer(cfg, 1e-5f, p), Error);  // up_proj transposed
 }

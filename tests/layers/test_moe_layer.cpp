@@ -14,6 +14,8 @@ namespace {
 
 using testing::RandomWeights;
 
+constexpr float kEps = 1e-5f;  // latent RMSNorm eps (unused: no latent projections)
+
 MoeConfig small_moe(int E, int k) {
   MoeConfig c;
   c.n_expert = E;
@@ -28,8 +30,9 @@ MoeParams random_params(RandomWeights& rw, int E, int64_t D, int64_t I, std::vec
   MoeParams p;
   p.router = rw.f32(E, D);
   p.correction_bias = std::move(bias);
-  for (int e = 0; e < E; ++e) p.experts.push_back(GluMlp{rw.bf16(I, D), rw.bf16(I, D), rw.bf16(D, I)});
-  p.shared = GluMlp{rw.bf16(I, D), rw.bf16(I, D), rw.bf16(D, I)};
+  for (int e = 0; e < E; ++e)
+    p.experts.push_back(GluMlp{rw.bf16(I, D), rw.bf16(I, D), rw.bf16(D, I), Activation::Silu, {}});
+  p.shared = GluMlp{rw.bf16(I, D), rw.bf16(I, D), rw.bf16(D, I), Activation::Silu, {}};
   return p;
 }
 
@@ -39,7 +42,7 @@ double sig(double x) {
 
 TEST(MoeLayer, BiasSelectsButWeightsComeFromUnbiasedScores) {
   RandomWeights rw(1);
-  const MoeLayer moe(small_moe(4, 2), random_params(rw, 4, 8, 6, {0.0f, 0.5f, 0.0f, 0.0f}));
+  const MoeLayer moe(small_moe(4, 2), kEps, random_params(rw, 4, 8, 6, {0.0f, 0.5f, 0.0f, 0.0f}));
   // Unbiased order would be experts 0, 2; the +0.5 bias lifts expert 1 above expert 2.
   const float logits[4] = {2.0f, -1.0f, 1.0f, -3.0f};
   const MoeRouting r = moe.route(logits, 1);
@@ -53,7 +56,7 @@ TEST(MoeLayer, BiasSelectsButWeightsComeFromUnbiasedScores) {
 
 TEST(MoeLayer, TiesGoToTheLowerExpertId) {
   RandomWeights rw(2);
-  const MoeLayer moe(small_moe(4, 1), random_params(rw, 4, 8, 6, {}));
+  const MoeLayer moe(small_moe(4, 1), kEps, random_params(rw, 4, 8, 6, {}));
   const float logits[4] = {0.0f, 1.0f, 1.0f, 0.5f};
   const MoeRouting r = moe.route(logits, 1);
   EXPECT_EQ(r.expert[0], 1);
@@ -66,16 +69,17 @@ TEST(MoeLayer, ForwardMatchesPerTokenReference) {
   const int64_t D = 16, I = 12, T = 9;
   MoeParams p = random_params(rw, E, D, I, rw.vec(E, 0.3f));
   const MoeParams copy = p;
-  const MoeLayer moe(small_moe(E, k), std::move(p));
+  const MoeLayer moe(small_moe(E, k), kEps, std::move(p));
   const std::vector<float> x = rw.vec(T * D, 1.0f);
   std::vector<float> y(size_t(T * D));
   moe.forward(x.data(), T, y.data());
 
   auto mlp = [&](const GluMlp& m, const std::vector<double>& xt) {
-    const std::vector<double> g = testing::ref_linear(xt, 1, m.gate), u = testing::ref_linear(xt, 1, m.up);
+    const std::vector<double> g = testing::ref_linear(xt, 1, m.gate.dense),
+                              u = testing::ref_linear(xt, 1, m.up.dense);
     std::vector<double> h(static_cast<size_t>(I));
     for (int64_t i = 0; i < I; ++i) h[size_t(i)] = g[size_t(i)] * sig(g[size_t(i)]) * u[size_t(i)];
-    return testing::ref_linear(h, 1, m.down);
+    return testing::ref_linear(h, 1, m.down.dense);
   };
   for (int64_t t = 0; t < T; ++t) {
     const std::vector<double> xt(x.begin() + t * D, x.begin() + (t + 1) * D);
@@ -88,7 +92,7 @@ TEST(MoeLayer, ForwardMatchesPerTokenReference) {
     });
     double sum = 0;
     for (int j = 0; j < k; ++j) sum += sig(logit[size_t(order[size_t(j)])]);
-    std::vector<double> ref = mlp(copy.shared, xt);
+    std::vector<double> ref = mlp(*copy.shared, xt);
     for (int j = 0; j < k; ++j) {
       const int e = order[size_t(j)];
       const double w = sig(logit[size_t(e)]) / sum * 2.446;
@@ -103,10 +107,10 @@ TEST(MoeLayer, RejectsInconsistentShapes) {
   RandomWeights rw(4);
   MoeParams p = random_params(rw, 4, 8, 6, {});
   p.experts.pop_back();
-  EXPECT_THROW(MoeLayer(small_moe(4, 2), p), Error);
+  EXPECT_THROW(MoeLayer(small_moe(4, 2), kEps, p), Error);
   MoeParams q = random_params(rw, 4, 8, 6, {0.f, 0.f});
-  EXPECT_THROW(MoeLayer(small_moe(4, 2), q), Error);
-  EXPECT_THROW(MoeLayer(small_moe(4, 5), random_params(rw, 4, 8, 6, {})), Error);
+  EXPECT_THROW(MoeLayer(small_moe(4, 2), kEps, q), Error);
+  EXPECT_THROW(MoeLayer(small_moe(4, 5), kEps, random_params(rw, 4, 8, 6, {})), Error);
 }
 
 }  // namespace
