@@ -21,6 +21,7 @@
 #include "commands.h"
 #include "core/check.h"
 #include "core/dtype.h"
+#include "core/hash.h"
 #include "kernels/cpu/kda.h"
 #include "kernels/cpu/linear.h"
 #include "kernels/cpu/norm.h"
@@ -48,17 +49,9 @@ double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-// Deterministic, fast uniform random numbers (splitmix64).
-struct Rng {
-  uint64_t s;
-  uint64_t next() {
-    uint64_t z = (s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-  float uniform() { return float(next() >> 40) * (1.0f / 16777216.0f); }  // [0, 1)
-  float sym(float a) { return (2.0f * uniform() - 1.0f) * a; }            // U(-a, a)
+// Deterministic, fast uniform random numbers.
+struct Rng : SplitMix64 {
+  float sym(float a) { return (2.0f * uniform() - 1.0f) * a; }  // U(-a, a)
 };
 
 // ---- what the model costs per token, from its tensors -----------------------------------------

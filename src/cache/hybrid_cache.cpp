@@ -4,8 +4,8 @@
 #include <limits>
 
 #include "cache/hybrid_cache_impl.h"
-#include "cache/page_hash.h"
 #include "core/check.h"
+#include "core/hash.h"
 
 namespace ds {
 namespace {

@@ -1,7 +1,7 @@
 #include "cache/prefix_tree.h"
 
-#include "cache/page_hash.h"
 #include "core/check.h"
+#include "core/hash.h"
 
 namespace ds {
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "core/hash.h"  // splitmix64
+#include "core/hash.h"
 
 namespace ds {
 
@@ -29,7 +29,7 @@ constexpr uint64_t namespaced_block_id(uint64_t ns, uint64_t local_id) {
 // A block id that no trace hash id produces (by 64-bit chance): the unhashed partial last block
 // of request number `ordinal` inside namespace `ns`.
 constexpr uint64_t unique_tail_block_id(uint64_t ns, uint64_t ordinal) {
-  return splitmix64(splitmix64(ns + 0x7461696cULL) ^ (ordinal * 0x9e3779b97f4a7c15ULL + 1));
+  return splitmix64(splitmix64(ns + 0x7461696cULL) ^ (ordinal * kGoldenGamma + 1));
 }
 
 // Token id of position `pos` (0-based, < block_tokens) inside the block with id `block_id`.

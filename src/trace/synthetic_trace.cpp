@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "core/check.h"
+#include "core/hash.h"
 #include "trace/block_hash.h"
 
 namespace ds {
@@ -17,10 +18,9 @@ constexpr double kThinkSigma = 1.5;
 constexpr double kFirstUserTokens = 2000;   // median first user message (lognormal, sigma 1.0)
 constexpr int64_t kCompactedTokens = 4000;  // summary that replaces a compacted context
 
-// splitmix64 stream: portable, seedable, good enough for workload shapes.
-struct Rng {
-  uint64_t state;
-  uint64_t next() { return splitmix64(state++ * 0x9e3779b97f4a7c15ULL); }
+// splitmix64 stream (core/hash.h): portable, seedable, good enough for workload shapes.
+struct Rng : SplitMix64 {
+  explicit Rng(uint64_t seed) : SplitMix64{seed * kGoldenGamma} {}
   double uniform() { return static_cast<double>((next() >> 11) + 1) * 0x1.0p-53; }  // (0, 1]
   double normal() {  // Box-Muller, one value per call
     double u1 = uniform(), u2 = uniform();
@@ -173,7 +173,7 @@ Trace generate_synthetic_trace(const SyntheticTraceParams& p) {
                p.input < p.context,
            "synthetic trace: bad params sessions={} turns={} block={} system={} context={} input={}",
            p.sessions, p.turns, p.block, p.system, p.context, p.input);
-  Rng rng{p.seed * 0x2545f4914f6cdd1dULL + 0x1234567ULL};
+  Rng rng(p.seed * 0x2545f4914f6cdd1dULL + 0x1234567ULL);
   // Turn counts and output lengths are lognormal around the requested medians; their normal
   // draws are centred on their own sample median so the medians hold exactly, not only on average.
   std::vector<double> z_turns(static_cast<size_t>(p.sessions));

@@ -1,9 +1,9 @@
 // PrefixTree structure: chained page keys, child counts, tier moves, removal rules.
 #include <gtest/gtest.h>
 
-#include "cache/page_hash.h"
 #include "cache/prefix_tree.h"
 #include "core/check.h"
+#include "core/hash.h"
 
 namespace ds {
 namespace {
