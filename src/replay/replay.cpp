@@ -13,7 +13,7 @@
 #include "cache/hybrid_cache.h"
 #include "core/check.h"
 #include "core/hash.h"
-#include "replay/prefix_oracle.h"
+#include "trace/prefix_oracle.h"
 
 namespace ds {
 namespace {

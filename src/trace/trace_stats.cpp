@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <numeric>
-#include <unordered_set>
+#include <span>
 
-#include "trace/block_hash.h"
+#include "trace/prefix_oracle.h"
 
 namespace ds {
 namespace {
@@ -14,11 +14,6 @@ double median(std::vector<double> v) {
   size_t n = v.size();
   std::sort(v.begin(), v.end());
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-// Hash of a block-id prefix extended by one more id (chained, order sensitive).
-uint64_t extend_prefix(uint64_t prefix_hash, uint64_t block_id) {
-  return splitmix64(prefix_hash * 0x100000001b3ULL ^ splitmix64(block_id));
 }
 
 struct TurnRef {
@@ -42,23 +37,13 @@ std::vector<TurnRef> visit_order(const Trace& trace) {
 std::vector<std::vector<int64_t>> theoretical_hit_tokens(const Trace& trace) {
   std::vector<std::vector<int64_t>> hits(trace.sessions.size());
   for (size_t s = 0; s < trace.sessions.size(); ++s) hits[s].assign(trace.sessions[s].turns.size(), 0);
-  std::unordered_set<uint64_t> seen;  // hashes of every full-block prefix seen so far
-  const int64_t bt = trace.block_tokens;
+  PrefixOracle oracle(trace.block_tokens);
   for (const TurnRef& ref : visit_order(trace)) {
     const TraceTurn& turn = trace.sessions[ref.session].turns[ref.turn];
-    int64_t full = std::min<int64_t>(turn.n_input_tokens / bt, static_cast<int64_t>(turn.hash_ids.size()));
-    uint64_t h = 0x6a09e667f3bcc908ULL;
-    int64_t matched = 0;
-    bool matching = true;
-    for (int64_t b = 0; b < full; ++b) {
-      h = extend_prefix(h, turn.hash_ids[static_cast<size_t>(b)]);
-      bool inserted = seen.insert(h).second;
-      if (matching && !inserted)
-        ++matched;
-      else
-        matching = false;
-    }
-    hits[ref.session][ref.turn] = matched * bt;
+    const int64_t full = std::min<int64_t>(turn.n_input_tokens / trace.block_tokens,
+                                           static_cast<int64_t>(turn.hash_ids.size()));
+    hits[ref.session][ref.turn] =
+        oracle.observe_blocks(std::span(turn.hash_ids).first(size_t(full))) * trace.block_tokens;
   }
   return hits;
 }

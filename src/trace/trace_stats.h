@@ -1,6 +1,6 @@
 // Trace statistics for reports and tests: the theoretical (infinite-cache) prefix hit of every
 // turn and of the whole trace, and per-turn length medians. A hit counts whole blocks only: the
-// longest run of leading full blocks whose id prefix appeared in any earlier turn.
+// longest run of leading full blocks whose id prefix appeared in any earlier turn (PrefixOracle).
 #pragma once
 
 #include <cstdint>
