@@ -59,6 +59,8 @@ void run_session(HybridCache& cache, const std::vector<int32_t>& tokens) {
   DS_CHECK(adm.has_value(), "bench cache: admission failed (tier too small for one live state)");
   const auto n = static_cast<int64_t>(tokens.size());
   DS_CHECK(cache.reserve(adm->seq, n), "bench cache: reserve of {} tokens failed", n);
+  cache.plan_checkpoints(adm->seq, adm->hit.n_hit_tokens, n);
+  (void)cache.take_transfers();  // an executor would copy these
   cache.commit(adm->seq, tokens, n);
   cache.finish(adm->seq, tokens);
 }

@@ -120,6 +120,7 @@ bool HybridCache::Impl::demote_node(int32_t node) {
     return false;
   }
   TreeNode& n = tree.at(node);
+  transfers.push_back({TransferKind::page, 0, 1, n.page, host_page});
   pages[0].unref(n.page);
   charge(0, ByteKind::kv, -page_bytes);
   charge(1, ByteKind::kv, page_bytes);
@@ -127,6 +128,7 @@ bool HybridCache::Impl::demote_node(int32_t node) {
   tree.set_kv_tier(node, 1);
   ++stats.evictions[static_cast<int>(EvictReason::kv_demoted)];
   if (move_ckpt) {
+    transfers.push_back({TransferKind::checkpoint, 0, 1, n.ckpt_slot, host_slot});
     states[0].free_checkpoint(n.ckpt_slot);
     charge(0, ByteKind::checkpoint, -ckpt_bytes);
     charge(1, ByteKind::checkpoint, ckpt_bytes);
@@ -158,6 +160,7 @@ void HybridCache::Impl::evict_checkpoint(int32_t node) {
     const int32_t slot = states[1].allocate_checkpoint();
     if (slot >= 0) {
       TreeNode& m = tree.at(node);
+      transfers.push_back({TransferKind::checkpoint, 0, 1, m.ckpt_slot, slot});
       states[0].free_checkpoint(m.ckpt_slot);
       charge(0, ByteKind::checkpoint, -ckpt_bytes);
       charge(1, ByteKind::checkpoint, ckpt_bytes);

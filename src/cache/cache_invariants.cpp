@@ -42,6 +42,20 @@ void HybridCache::Impl::check_invariants() const {
   }
   std::unordered_set<int32_t> live;
   for (const auto& [id, s] : seqs) {
+    // Planned checkpoint slots belong to their sequence until commit.
+    auto own_planned = [&](int32_t slot, int64_t position) {
+      DS_CHECK(states[0].checkpoint_in_use(slot), "cache: sequence {} planned slot {} is not allocated", id,
+               slot);
+      if (static_cast<size_t>(slot) >= ckpt_owner[0].size()) ckpt_owner[0].resize(slot + 1, 0);
+      DS_CHECK(!ckpt_owner[0][slot], "cache: checkpoint slot {} (tier 0) owned twice", slot);
+      DS_CHECK(position > 0 && position % cfg.page_tokens == 0 && position <= s.reserved_tokens,
+               "cache: sequence {} planned checkpoint at {} tokens (reserved {})", id, position,
+               s.reserved_tokens);
+      ckpt_owner[0][slot] = 1;
+      ++n_ckpt[0];
+    };
+    for (const PendingCheckpoint& c : s.pending) own_planned(c.slot, c.position);
+    if (s.decode_end.slot >= 0) own_planned(s.decode_end.slot, s.decode_end.position);
     DS_CHECK(states[0].live_in_use(s.live_slot) && live.insert(s.live_slot).second,
              "cache: sequence {} live slot {} not allocated or shared", id, s.live_slot);
     DS_CHECK(static_cast<int64_t>(s.pages.size()) * cfg.page_tokens >= s.reserved_tokens &&
@@ -72,8 +86,9 @@ void HybridCache::Impl::check_invariants() const {
                tree.at(i).lock_count, locks[i]);
   for (int t = 0; t < n_tiers; ++t) {
     const TierStats& ts = stats.tiers[t];
-    DS_CHECK(n_ckpt[t] == states[t].n_checkpoints(), "cache: tier {} has {} checkpoint slots but {} on nodes",
-             t, states[t].n_checkpoints(), n_ckpt[t]);
+    DS_CHECK(n_ckpt[t] == states[t].n_checkpoints(),
+             "cache: tier {} has {} checkpoint slots but {} on nodes and planned", t,
+             states[t].n_checkpoints(), n_ckpt[t]);
     DS_CHECK(ts.kv_bytes == pages[t].n_used() * page_bytes, "cache: tier {} kv_bytes {} != {} pages x {}", t,
              ts.kv_bytes, pages[t].n_used(), page_bytes);
     DS_CHECK(ts.checkpoint_bytes == states[t].n_checkpoints() * ckpt_bytes,

@@ -1,5 +1,7 @@
 #include "cache/cache_stats.h"
 
+#include "cache/cache_transfer.h"
+
 namespace ds {
 
 const char* to_string(EvictReason reason) {
@@ -14,6 +16,18 @@ const char* to_string(EvictReason reason) {
       return "checkpoint-dropped";
     case EvictReason::count:
       break;
+  }
+  return "?";
+}
+
+const char* to_string(TransferKind kind) {
+  switch (kind) {
+    case TransferKind::page:
+      return "page";
+    case TransferKind::checkpoint:
+      return "checkpoint";
+    case TransferKind::restore:
+      return "restore";
   }
   return "?";
 }

@@ -38,9 +38,10 @@ struct CacheStats {
   int64_t loaded_bytes = 0;         // host -> device bytes reported on hits
 
   int64_t checkpoints_created = 0;
-  int64_t checkpoints_dropped = 0;  // left the cache for good (alone or with their page)
-  int64_t checkpoints_used = 0;     // restores (hits with n_hit_tokens > 0)
-  int64_t checkpoints_skipped = 0;  // wanted but no room even after eviction
+  int64_t checkpoints_dropped = 0;    // left the cache for good (alone or with their page)
+  int64_t checkpoints_used = 0;       // restores (hits with n_hit_tokens > 0)
+  int64_t checkpoints_skipped = 0;    // wanted but no room even after eviction (not planned)
+  int64_t checkpoints_duplicate = 0;  // planned and written, but freed at commit (node had one)
   int64_t pages_inserted = 0;
   int64_t pages_dropped = 0;   // left the cache for good
   int64_t pages_promoted = 0;  // host -> device on admission

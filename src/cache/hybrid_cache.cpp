@@ -129,18 +129,20 @@ void HybridCache::Impl::insert_pages(CacheSeq& s, std::span<const int32_t> token
   }
 }
 
-void HybridCache::Impl::add_checkpoint(int32_t node, CheckpointReason reason) {
-  TreeNode& n0 = tree.at(node);
-  if (n0.has_checkpoint()) return;
-  if (free_bytes(0) < ckpt_bytes && !make_room(0, ckpt_bytes)) {
-    ++stats.checkpoints_skipped;
-    return;
-  }
+int32_t HybridCache::Impl::allocate_checkpoint_slot() {
+  if (free_bytes(0) < ckpt_bytes && !make_room(0, ckpt_bytes)) return -1;
   const int32_t slot = states[0].allocate_checkpoint();
-  if (slot < 0) {
-    ++stats.checkpoints_skipped;
-    return;
-  }
+  if (slot >= 0) charge(0, ByteKind::checkpoint, ckpt_bytes);
+  return slot;
+}
+
+void HybridCache::Impl::free_checkpoint_slot(int32_t slot) {
+  states[0].free_checkpoint(slot);
+  charge(0, ByteKind::checkpoint, -ckpt_bytes);
+}
+
+// Gives a written device checkpoint slot (bytes already charged) to `node`.
+void HybridCache::Impl::attach_checkpoint(int32_t node, int32_t slot, CheckpointReason reason) {
   TreeNode& n = tree.at(node);
   n.ckpt_slot = slot;
   n.ckpt_tier = 0;
@@ -152,10 +154,25 @@ void HybridCache::Impl::add_checkpoint(int32_t node, CheckpointReason reason) {
     const int64_t replay = static_cast<int64_t>(n.depth - tree.at(a).depth) * cfg.page_tokens;
     n.ckpt_value = eviction->checkpoint_value(replay, static_cast<int64_t>(n.depth) * cfg.page_tokens);
   }
-  charge(0, ByteKind::checkpoint, ckpt_bytes);
   ++stats.checkpoints_created;
   queue_ckpt(node);
   queue_kv(node);  // its KV-leaf score includes the checkpoint's value
+}
+
+// A planned checkpoint whose position has been computed: to the tree node of its page when that
+// node exists and has no checkpoint yet, else its slot is freed. true = kept.
+bool HybridCache::Impl::hand_to_node(CacheSeq& s, const PendingCheckpoint& c, CommitReport* report) {
+  const int64_t page = c.position / cfg.page_tokens;
+  const int32_t node = page >= 1 && page <= static_cast<int64_t>(s.path.size()) ? s.path[page - 1] : -1;
+  const bool keep = node >= 0 && !tree.at(node).has_checkpoint();
+  if (keep) {
+    attach_checkpoint(node, c.slot, c.reason);
+  } else {
+    free_checkpoint_slot(c.slot);
+    ++stats.checkpoints_duplicate;
+  }
+  if (report) (keep ? report->kept : report->dropped).push_back(c.position);
+  return keep;
 }
 
 void HybridCache::Impl::release(SeqId id) {
@@ -167,6 +184,8 @@ void HybridCache::Impl::release(SeqId id) {
   }
   for (int32_t p : s.pages)
     if (pages[0].unref(p)) charge(0, ByteKind::kv, -page_bytes);
+  for (const PendingCheckpoint& c : s.pending) free_checkpoint_slot(c.slot);
+  if (s.decode_end.slot >= 0) free_checkpoint_slot(s.decode_end.slot);
   states[0].free_live(s.live_slot);
   charge(0, ByteKind::live, -live_bytes);
   seqs.erase(id);
@@ -232,6 +251,7 @@ std::optional<Admission> HybridCache::admit(std::span<const int32_t> prompt) {
       const int32_t page = m.pages[0].allocate();
       DS_CHECK(page >= 0, "cache: device page pool exhausted while promoting node {}", node);
       m.charge(0, ByteKind::kv, m.page_bytes);
+      m.transfers.push_back({TransferKind::page, 1, 0, n.page, page});
       m.pages[1].unref(n.page);
       m.charge(1, ByteKind::kv, -m.page_bytes);
       n.page = page;
@@ -242,7 +262,11 @@ std::optional<Admission> HybridCache::admit(std::span<const int32_t> prompt) {
     s.pages.push_back(n.page);
     s.path.push_back(node);
   }
+  Admission adm{id, hit, {}};
   if (hit_node >= 0) {
+    const TreeNode& h = m.tree.at(hit_node);
+    adm.restore_from = CheckpointRef{h.ckpt_tier, h.ckpt_slot};
+    m.transfers.push_back({TransferKind::restore, h.ckpt_tier, 0, h.ckpt_slot, slot});
     ++m.stats.checkpoints_used;
     m.tree.at(hit_node).ckpt_access = m.tick;
     m.queue_ckpt(hit_node);
@@ -257,7 +281,7 @@ std::optional<Admission> HybridCache::admit(std::span<const int32_t> prompt) {
   st.loaded_bytes += hit.bytes_to_load;
   st.tiers[0].hit_tokens += hit.n_hit_device_tokens;
   st.tiers[1].hit_tokens += hit.n_hit_host_tokens;
-  return Admission{id, hit};
+  return adm;
 }
 
 bool HybridCache::reserve(SeqId seq, int64_t n_tokens_total) {
@@ -286,18 +310,38 @@ bool HybridCache::reserve(SeqId seq, int64_t n_tokens_total) {
   return true;
 }
 
-std::vector<int64_t> HybridCache::checkpoint_positions(SeqId seq, int64_t begin, int64_t end) const {
-  const Impl& m = *impl_;
-  const CacheSeq& s = m.seq_at(seq);
-  std::vector<WantedCheckpoint> w;
-  m.retention->wanted({m.cfg.page_tokens, s.prompt_tokens, s.branch_tokens}, begin, end, w);
-  std::vector<int64_t> out;
-  out.reserve(w.size());
-  for (const auto& c : w) out.push_back(c.position);
+std::vector<PlannedCheckpoint> HybridCache::plan_checkpoints(SeqId seq, int64_t begin, int64_t end) {
+  Impl& m = *impl_;
+  const CacheSeq& s0 = m.seq_at(seq);
+  DS_CHECK(begin >= 0 && begin <= end && end <= s0.reserved_tokens,
+           "cache: checkpoints planned for tokens [{}, {}) but sequence {} has {} reserved", begin, end, seq,
+           s0.reserved_tokens);
+  std::vector<WantedCheckpoint> want;
+  m.retention->wanted({m.cfg.page_tokens, s0.prompt_tokens, s0.branch_tokens}, begin, end, want);
+  std::vector<PlannedCheckpoint> out;
+  out.reserve(want.size() + 1);
+  for (const WantedCheckpoint& c : want) {
+    const int32_t slot = m.allocate_checkpoint_slot();
+    if (slot < 0) {
+      ++m.stats.checkpoints_skipped;
+      continue;
+    }
+    m.seq_at(seq).pending.push_back({c.position, slot, c.reason});
+    out.push_back({c.position, slot});
+  }
+  const int64_t last = end / m.cfg.page_tokens * m.cfg.page_tokens;
+  if (m.retention->keeps_decode_end() && last > begin && last > 0) {
+    if (m.seq_at(seq).decode_end.slot < 0) m.seq_at(seq).decode_end.slot = m.allocate_checkpoint_slot();
+    CacheSeq& s = m.seq_at(seq);
+    if (s.decode_end.slot >= 0) {
+      s.decode_end.position = last;
+      out.push_back({last, s.decode_end.slot});
+    }
+  }
   return out;
 }
 
-void HybridCache::commit(SeqId seq, std::span<const int32_t> tokens, int64_t n_computed) {
+CommitReport HybridCache::commit(SeqId seq, std::span<const int32_t> tokens, int64_t n_computed) {
   Impl& m = *impl_;
   CacheSeq& s = m.seq_at(seq);
   DS_CHECK(n_computed >= 0 && n_computed <= static_cast<int64_t>(tokens.size()),
@@ -306,17 +350,16 @@ void HybridCache::commit(SeqId seq, std::span<const int32_t> tokens, int64_t n_c
   DS_CHECK(n_computed <= static_cast<int64_t>(s.pages.size()) * m.cfg.page_tokens,
            "cache: commit of {} tokens but only {} reserved (sequence {})", n_computed, s.reserved_tokens,
            seq);
-  if (n_computed <= s.committed_tokens) return;
-  m.insert_pages(s, tokens, n_computed / m.cfg.page_tokens);
-  std::vector<WantedCheckpoint> want;
-  m.retention->wanted({m.cfg.page_tokens, s.prompt_tokens, s.branch_tokens}, s.committed_tokens, n_computed,
-                      want);
-  for (const auto& c : want) {
-    const int64_t page = c.position / m.cfg.page_tokens;
-    CacheSeq& s2 = m.seq_at(seq);
-    if (page <= static_cast<int64_t>(s2.path.size())) m.add_checkpoint(s2.path[page - 1], c.reason);
-  }
-  m.seq_at(seq).committed_tokens = n_computed;
+  CommitReport report;
+  const int64_t inserted0 = m.stats.pages_inserted;
+  if (n_computed > s.committed_tokens) m.insert_pages(s, tokens, n_computed / m.cfg.page_tokens);
+  report.n_pages_inserted = m.stats.pages_inserted - inserted0;
+  size_t n_done = 0;
+  for (; n_done < s.pending.size() && s.pending[n_done].position <= n_computed; ++n_done)
+    m.hand_to_node(s, s.pending[n_done], &report);
+  s.pending.erase(s.pending.begin(), s.pending.begin() + static_cast<std::ptrdiff_t>(n_done));
+  s.committed_tokens = std::max(s.committed_tokens, n_computed);
+  return report;
 }
 
 void HybridCache::finish(SeqId seq, std::span<const int32_t> all_tokens) {
@@ -324,16 +367,24 @@ void HybridCache::finish(SeqId seq, std::span<const int32_t> all_tokens) {
   const int64_t n = std::min<int64_t>(static_cast<int64_t>(all_tokens.size()), m.seq_at(seq).reserved_tokens);
   commit(seq, all_tokens, n);
   CacheSeq& s = m.seq_at(seq);
-  if (m.retention->keeps_decode_end()) {
-    const int64_t page = n / m.cfg.page_tokens;
-    if (page > 0 && page <= static_cast<int64_t>(s.path.size()))
-      m.add_checkpoint(s.path[page - 1], CheckpointReason::decode_end);
+  if (s.decode_end.slot >= 0) {
+    if (s.decode_end.position == n / m.cfg.page_tokens * m.cfg.page_tokens)
+      m.hand_to_node(s, s.decode_end, nullptr);
+    else
+      m.free_checkpoint_slot(s.decode_end.slot);
+    s.decode_end.slot = -1;
   }
   m.release(seq);
 }
 
 void HybridCache::abort(SeqId seq) {
   impl_->release(seq);
+}
+
+std::vector<CacheTransfer> HybridCache::take_transfers() {
+  std::vector<CacheTransfer> out;
+  out.swap(impl_->transfers);
+  return out;
 }
 
 std::span<const int32_t> HybridCache::page_table(SeqId seq) const {

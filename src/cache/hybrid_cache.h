@@ -1,8 +1,9 @@
 // HybridCache: the scheduler-facing facade of the hybrid prefix cache (paged MLA KV + KDA state
-// checkpoints over device / host tiers). The scheduler sees sequences, token counts and a CacheHit;
-// it never touches nodes, pages or slots. Owns: one byte budget per tier covering KV pages,
-// checkpoints and live states; locked (in-flight) entries are never evicted. Bookkeeping only:
-// executors own the buffers. Rules (docs/cache_design.md):
+// checkpoints over device / host tiers). The scheduler sees sequences, token counts and a CacheHit,
+// and hands the executor page ids, slots and transfers as plain data; it never touches nodes. Owns:
+// one byte budget per tier covering KV pages, checkpoints and live states; locked (in-flight)
+// entries are never evicted. Bookkeeping only: executors own the buffers and perform the copies
+// listed by take_transfers(). Rules (docs/cache_design.md):
 //  - Only full pages (page_tokens) are cached; a partial last page is recomputed.
 //  - Checkpoints sit only on page boundaries; a wanted position p is rounded DOWN to a page
 //    boundary (vLLM "align" style). A hit = deepest page boundary with KV for every page before it
@@ -18,6 +19,7 @@
 
 #include "cache/cache_config.h"
 #include "cache/cache_stats.h"
+#include "cache/cache_transfer.h"
 
 namespace ds {
 
@@ -41,6 +43,15 @@ struct CacheHit {
 struct Admission {
   SeqId seq = -1;
   CacheHit hit;
+  CheckpointRef restore_from;  // the hit's checkpoint (a restore transfer into the live slot is logged)
+};
+
+// What commit() did with the checkpoints planned for the committed range.
+struct CommitReport {
+  int64_t n_pages_inserted = 0;  // pages that became new tree nodes
+  std::vector<int64_t> kept;     // positions whose planned slot now belongs to a tree node
+  std::vector<int64_t> dropped;  // positions whose slot was freed: the node already had a
+                                 // checkpoint, or the page could not enter the tree
 };
 
 class HybridCache {
@@ -56,12 +67,12 @@ class HybridCache {
   // Lookup without side effects (no stats, no recency refresh). Cost O(pages of the prompt).
   CacheHit match(std::span<const int32_t> prompt) const;
 
-  // Starts a sequence for `prompt`: re-matches, locks the hit path, copies (CoW) the hit checkpoint
-  // into a fresh live-state slot, promotes host-tier hit pages to the device (evicting unlocked
-  // entries as needed), records hit statistics. Only full pages inside [0, prompt.size() - 1) can
-  // hit, so at least one token is always computed. nullopt = no device room for the live state and
-  // the promoted pages now (no sequence created, though unlocked entries may have been evicted; the
-  // caller retries later or preempts someone).
+  // Starts a sequence for `prompt`: re-matches, locks the hit path, takes a fresh live-state slot
+  // and logs the restore (copy-on-write) of the hit checkpoint into it, promotes host-tier hit pages
+  // to the device (evicting unlocked entries as needed; transfers logged), records hit statistics. Only full
+  // pages inside [0, prompt.size() - 1) can hit, so at least one token is always computed. nullopt = no
+  // device room for the live state and the promoted pages now (no sequence created, though unlocked entries
+  // may have been evicted; the caller retries later or preempts someone).
   std::optional<Admission> admit(std::span<const int32_t> prompt);
 
   // Ensures the sequence owns device pages for n_tokens_total tokens (prefill chunk or decode
@@ -69,28 +80,36 @@ class HybridCache {
   // exists). false = no room even after eviction: nothing allocated, caller preempts (abort()s).
   bool reserve(SeqId seq, int64_t n_tokens_total);
 
-  // Positions p with begin < p <= end (tokens, page-aligned) at which the executor must emit the
-  // KDA state in the forward pass that computes tokens [begin, end) of this sequence (retention
-  // policy; includes branch points found at admission and the prompt end). Pure query.
-  std::vector<int64_t> checkpoint_positions(SeqId seq, int64_t begin, int64_t end) const;
+  // The KDA states the forward pass computing tokens [begin, end) of this sequence must write, each
+  // with the device checkpoint slot it goes to, allocated now (evicting unlocked entries as needed;
+  // a position that finds no room is skipped and counted). Positions p: begin < p <= end,
+  // page-aligned, ascending: the retention policy's (branch point, prompt end, interval, ...) and,
+  // when the policy keeps the last decoded token (semantic), the last page boundary of the range in
+  // the sequence's one decode-end slot (rewritten by every later step; finish() keeps the last).
+  // The slots stay with the sequence until commit()/finish() (or are freed by abort()).
+  std::vector<PlannedCheckpoint> plan_checkpoints(SeqId seq, int64_t begin, int64_t end);
 
   // After the forward pass computed tokens up to n_computed (prefill chunk or decode step):
   // inserts the newly full pages of `tokens` (all the sequence's tokens so far, size >= n_computed)
-  // into the prefix tree and stores the checkpoints returned by checkpoint_positions() for the
-  // computed range. Checkpoints that do not fit even after eviction are skipped (counted).
-  void commit(SeqId seq, std::span<const int32_t> tokens, int64_t n_computed);
+  // into the prefix tree and hands the planned checkpoints at positions <= n_computed to their
+  // tree nodes (or frees them: see CommitReport). Never evicts, never logs transfers.
+  CommitReport commit(SeqId seq, std::span<const int32_t> tokens, int64_t n_computed);
 
   // Request done: commits the full pages of all_tokens (prompt + decoded; only the first
   // min(all_tokens.size(), reserved tokens) count as computed — pass exactly the computed tokens
   // when the last sampled token has no KV yet), adds the retention
-  // policy's end-of-sequence checkpoint (semantic: last decoded token, rounded down to a page; the
-  // executor keeps that state when decode crosses a page boundary), then releases the sequence
-  // (unlock, free the live state and any page the tree did not adopt).
+  // policy's end-of-sequence checkpoint (semantic: the decode-end slot, if its position is the last
+  // computed token rounded down to a page), then releases the sequence (unlock, free the live state,
+  // unused planned slots and any page the tree did not adopt).
   void finish(SeqId seq, std::span<const int32_t> all_tokens);
 
   // Releases the sequence without inserting anything more (preemption / cancel). Pages and
   // checkpoints already committed stay cached.
   void abort(SeqId seq);
+
+  // The copies decided since the last call, in order (see cache_transfer.h); clears the log. The
+  // engine passes them to the executor with the step they were decided for.
+  std::vector<CacheTransfer> take_transfers();
 
   // Device page ids backing the sequence's tokens [ceil(n_reserved / page_tokens)] (executor use).
   std::span<const int32_t> page_table(SeqId seq) const;

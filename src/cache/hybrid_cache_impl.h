@@ -21,6 +21,14 @@ namespace ds {
 
 enum class ByteKind : uint8_t { kv, checkpoint, live };
 
+// A device checkpoint slot a sequence holds between plan_checkpoints() and commit()/finish(): the
+// forward pass writes the state at `position` into it.
+struct PendingCheckpoint {
+  int64_t position = 0;
+  int32_t slot = -1;
+  CheckpointReason reason = CheckpointReason::block;
+};
+
 // One admitted sequence. path[i] is the tree node of page i (locked by this sequence); pages[i]
 // is the device page backing tokens [i·P, (i+1)·P) (the node's page, or a duplicate the sequence
 // computed itself when the tree already had that prefix).
@@ -31,10 +39,12 @@ struct CacheSeq {
   int64_t reserved_tokens = 0;   // tokens with a page
   int64_t committed_tokens = 0;  // tokens already inserted / checkpointed
   int32_t live_slot = -1;
-  bool tree_closed = false;    // a key collision stopped insertion for this sequence
-  uint64_t tail_key = 0;       // key of path.back() (root key when empty)
-  std::vector<int32_t> pages;  // device page ids
-  std::vector<int32_t> path;   // tree nodes, one per committed page
+  bool tree_closed = false;                // a key collision stopped insertion for this sequence
+  uint64_t tail_key = 0;                   // key of path.back() (root key when empty)
+  std::vector<int32_t> pages;              // device page ids
+  std::vector<int32_t> path;               // tree nodes, one per committed page
+  std::vector<PendingCheckpoint> pending;  // planned, not yet committed (ascending positions)
+  PendingCheckpoint decode_end{0, -1, CheckpointReason::decode_end};  // semantic: latest boundary
 };
 
 // Result of walking a prompt down the tree.
@@ -60,6 +70,7 @@ struct HybridCache::Impl {
   uint32_t tick = 0;         // admissions so far (recency clock; 2^32 admissions max)
   int32_t pinned_ckpt = -1;  // checkpoint being restored by admit(): not evictable
   CacheStats stats;
+  std::vector<CacheTransfer> transfers;  // decided, not yet taken by the engine
 
   // hybrid_cache.cpp
   void walk(std::span<const int32_t> prompt, TreeWalk& out) const;
@@ -67,7 +78,10 @@ struct HybridCache::Impl {
   CacheSeq& seq_at(SeqId id);
   const CacheSeq& seq_at(SeqId id) const;
   void insert_pages(CacheSeq& s, std::span<const int32_t> tokens, int64_t n_pages);
-  void add_checkpoint(int32_t node, CheckpointReason reason);
+  int32_t allocate_checkpoint_slot();  // device slot with its bytes charged, or -1 (no room)
+  void free_checkpoint_slot(int32_t slot);
+  void attach_checkpoint(int32_t node, int32_t slot, CheckpointReason reason);
+  bool hand_to_node(CacheSeq& s, const PendingCheckpoint& c, CommitReport* report);
   void release(SeqId id);
 
   // cache_eviction.cpp

@@ -1,13 +1,13 @@
-// Executor: runs one engine step described by a SchedulePlan and reports what it produced and
-// what it cost. Two implementations share this interface: the model runner (real forward, wall
-// clock) and SimExecutor (cost model + virtual clock). The engine/replay loop owns the clock
-// reading; executors never mutate the plan or the scheduler.
+// Executor: runs one engine step described by a SchedulePlan (the contract is documented in
+// sched/schedule_plan.h) and reports the sampled tokens and how long the step took. Two
+// implementations share this interface: ModelExecutor (real forward over its own page and slot
+// buffers; measured wall time) and SimExecutor (cost model; virtual time, fake tokens). The Engine
+// owns the clock; executors never mutate the plan, the scheduler or the cache.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
-#include "plan/cost_model.h"
 #include "sched/schedule_plan.h"
 
 namespace ds {
@@ -15,7 +15,6 @@ namespace ds {
 struct StepResult {
   std::vector<int32_t> sampled_tokens;  // one per plan entry with samples == true, in plan order
   double duration_s = 0;                // time the step took (virtual for the simulator)
-  StepCost cost;                        // roofline breakdown (simulator) or measured split
 };
 
 class Executor {

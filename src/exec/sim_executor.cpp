@@ -31,30 +31,26 @@ int32_t SimExecutor::fake_token(RequestId request, int64_t position) const {
   return static_cast<int32_t>(h & 0x7fffffff);
 }
 
-void SimExecutor::advance_to(double t_s) {
-  if (t_s > now_s_) now_s_ = t_s;
-}
-
 StepResult SimExecutor::execute(const SchedulePlan& plan) {
   StepResult result;
+  last_ = StepCost{};
   work_.seqs.resize(plan.seqs.size());
   for (size_t i = 0; i < plan.seqs.size(); ++i) {
     const ScheduledSeq& s = plan.seqs[i];
     SeqWork& w = work_.seqs[i];
     w.n_new_tokens = s.n_tokens();
     w.n_context_tokens = s.begin;
-    w.n_checkpoints = static_cast<int64_t>(s.checkpoint_positions.size());
-    w.n_restores = s.restore_checkpoint ? 1 : 0;
+    w.n_checkpoints = static_cast<int64_t>(s.checkpoints.size());
+    w.n_restores = s.restore_from.valid() ? 1 : 0;
     w.host_load_bytes = s.host_load_bytes;
     if (s.samples) result.sampled_tokens.push_back(fake_token(s.request_id, s.end));
   }
   if (!plan.seqs.empty()) {
-    result.cost = cost_model_.step(work_);
-    result.duration_s = result.cost.total_s + config_.step_overhead_s;
+    last_ = cost_model_.step(work_);
+    result.duration_s = last_.total_s + config_.step_overhead_s;
     DS_CHECK(result.duration_s >= 0, "sim executor: negative step time {} s", result.duration_s);
   }
-  add_cost(total_, result.cost);
-  now_s_ += result.duration_s;
+  add_cost(total_, last_);
   ++n_steps_;
   return result;
 }

@@ -1,7 +1,9 @@
-// SimExecutor: the simulated executor — charges each SchedulePlan the CostModel's roofline time on
-// a virtual clock and returns fake sampled tokens; no weights, no GPU. Deterministic: the same
-// plans give the same times and tokens for a seed. Lower-tier (host) hits are charged through
-// SeqWork::host_load_bytes, checkpoint writes/restores through n_checkpoints / n_restores.
+// SimExecutor: the simulated executor — charges each SchedulePlan the CostModel's roofline time
+// (the step's duration, which the engine adds to its virtual clock) and returns fake sampled
+// tokens; no weights, no GPU. Deterministic: the same plans give the same times and tokens for a
+// seed. Lower-tier (host) hits are charged through SeqWork::host_load_bytes, checkpoint
+// writes/restores through n_checkpoints / n_restores. The roofline breakdown is this executor's
+// own report (last_cost(), total_cost()), not part of StepResult.
 #pragma once
 
 #include <cstdint>
@@ -23,8 +25,7 @@ class SimExecutor final : public Executor {
 
   StepResult execute(const SchedulePlan& plan) override;
 
-  double now_s() const { return now_s_; }                // virtual clock: sum of step durations + idle
-  void advance_to(double t_s);                           // idle until t_s (never moves backwards)
+  const StepCost& last_cost() const { return last_; }    // breakdown of the last execute()
   const StepCost& total_cost() const { return total_; }  // summed over all executed steps
   int64_t n_steps() const { return n_steps_; }
 
@@ -34,7 +35,7 @@ class SimExecutor final : public Executor {
  private:
   const CostModel& cost_model_;
   SimExecutorConfig config_;
-  double now_s_ = 0;
+  StepCost last_;
   StepCost total_;
   int64_t n_steps_ = 0;
   StepWork work_;  // reused per step (no allocation in steady state)

@@ -10,7 +10,6 @@
 #include <thread>
 #include <unordered_map>
 
-#include "cache/hybrid_cache.h"
 #include "core/check.h"
 #include "core/hash.h"
 #include "trace/prefix_oracle.h"
@@ -47,14 +46,15 @@ struct Sample {  // one measured, completed request
   double ttft_s, tpot_s;
 };
 
+// Sends the trace's turns into the Engine at their times (closed or open loop) and turns the
+// engine's events into RunMetrics. The engine runs the steps; this class only decides when
+// requests arrive and waits on the engine's clock for the next arrival.
 class ReplayRun {
  public:
-  ReplayRun(const Trace& trace, const CostModel& cost, const ReplayConfig& cfg)
+  ReplayRun(const Trace& trace, Executor& executor, Clock& clock, const ReplayConfig& cfg)
       : trace_(trace),
         cfg_(cfg),
-        cache_(cfg.cache),
-        sched_(cfg.scheduler, cache_),
-        exec_(cost, cfg.executor),
+        engine_(EngineConfig{cfg.scheduler, cfg.cache, false}, executor, clock),
         oracle_(cfg.cache.page_tokens),
         rng_(cfg.seed) {}
 
@@ -65,21 +65,19 @@ class ReplayRun {
   void start_open_loop();
   void send_due();
   void send_turn(const Arrival& a);
-  void handle(StepEvents& events);
+  void handle(EngineEvents& events);
   void lane_done(int lane_index);
   void sample_memory();
   RunMetrics metrics() const;
   void idle_until_next_arrival() {  // never past the end of the run
     double t = arrivals_.top().t_s;
-    exec_.advance_to(cfg_.duration_s > 0 ? std::min(t, cfg_.duration_s) : t);
+    engine_.clock().wait_until(cfg_.duration_s > 0 ? std::min(t, cfg_.duration_s) : t);
   }
-  bool stopped() const { return cfg_.duration_s > 0 && exec_.now_s() >= cfg_.duration_s; }
+  bool stopped() const { return cfg_.duration_s > 0 && engine_.now_s() >= cfg_.duration_s; }
 
   const Trace& trace_;
   const ReplayConfig& cfg_;
-  HybridCache cache_;
-  Scheduler sched_;
-  SimExecutor exec_;
+  Engine engine_;
   PrefixOracle oracle_;
   std::mt19937_64 rng_;
   std::vector<Lane> lanes_;
@@ -141,9 +139,16 @@ void ReplayRun::send_turn(const Arrival& a) {
     uint64_t k = splitmix64(salt);
     for (int32_t& t : req.tokens) t = static_cast<int32_t>((static_cast<uint64_t>(t) ^ k) & 0x7fffffff);
   }
+  if (cfg_.vocab_size > 0)
+    for (int32_t& t : req.tokens) t %= cfg_.vocab_size;
   req.max_output_tokens = std::max<int64_t>(turn.n_output_tokens, 1);
-  InFlight info{
-      .lane = a.lane, .warmup = warmup, .send_s = exec_.now_s(), .first_token_s = -1, .oracle_hit_tokens = 0};
+  if (cfg_.max_output_tokens > 0)
+    req.max_output_tokens = std::min(req.max_output_tokens, cfg_.max_output_tokens);
+  InFlight info{.lane = a.lane,
+                .warmup = warmup,
+                .send_s = engine_.now_s(),
+                .first_token_s = -1,
+                .oracle_hit_tokens = 0};
   info.oracle_hit_tokens = oracle_.observe(req.tokens);
   ++n_sent_;
   if (warmup) ++n_warmup_, ++n_warmup_open_;
@@ -153,11 +158,11 @@ void ReplayRun::send_turn(const Arrival& a) {
     if (a.lane >= 0) lane_done(a.lane);
     return;
   }
-  sched_.add(std::move(req));
+  engine_.add(std::move(req));
 }
 
 void ReplayRun::send_due() {
-  while (!arrivals_.empty() && arrivals_.top().t_s <= exec_.now_s()) {
+  while (!arrivals_.empty() && arrivals_.top().t_s <= engine_.now_s()) {
     if (cfg_.max_requests > 0 && n_sent_ >= cfg_.max_requests) {
       arrivals_ = {};
       return;
@@ -182,11 +187,11 @@ void ReplayRun::lane_done(int lane_index) {
     ++session_cursor_;
     lane.next_turn = 0;
   }
-  arrivals_.push({exec_.now_s() + think_s, order_++, lane_index, lane.session, lane.next_turn});
+  arrivals_.push({engine_.now_s() + think_s, order_++, lane_index, lane.session, lane.next_turn});
 }
 
-void ReplayRun::handle(StepEvents& events) {
-  const double now = exec_.now_s();
+void ReplayRun::handle(EngineEvents& events) {
+  const double now = events.now_s;
   for (RequestId id : events.first_token) in_flight_.at(id).first_token_s = now;
   for (Request& req : events.rejected) {
     InFlight info = in_flight_.at(req.id);
@@ -213,7 +218,7 @@ void ReplayRun::handle(StepEvents& events) {
 }
 
 void ReplayRun::sample_memory() {
-  const CacheStats& st = cache_.stats();
+  const CacheStats& st = engine_.cache().stats();
   auto peak = [&](const char* kind, int64_t v) { peak_[kind] = std::max(peak_[kind], v); };
   peak("kv", st.tiers[0].kv_bytes);
   peak("checkpoint", st.tiers[0].checkpoint_bytes);
@@ -228,26 +233,22 @@ RunMetrics ReplayRun::run() {
     start_open_loop();
   while (!stopped()) {
     send_due();
-    if (sched_.idle()) {
+    if (engine_.idle()) {
       if (arrivals_.empty()) break;
       idle_until_next_arrival();
       continue;
     }
-    SchedulePlan plan = sched_.step();
-    if (plan.empty()) {  // rejections only, or nothing admissible: wait for the next arrival
-      StepEvents events = sched_.apply(plan, {});
-      handle(events);
-      if (!events.rejected.empty() || sched_.idle()) continue;
+    EngineEvents events = engine_.step();
+    n_output_total_ += static_cast<int64_t>(events.tokens.size());
+    handle(events);
+    if (!events.executed) {  // rejections only, or nothing admissible: wait for the next arrival
+      if (!events.rejected.empty() || engine_.idle()) continue;
       DS_CHECK(!arrivals_.empty(), "replay: scheduler stalled with {} waiting and {} running",
-               sched_.n_waiting(), sched_.n_running());
+               engine_.scheduler().n_waiting(), engine_.scheduler().n_running());
       idle_until_next_arrival();
       continue;
     }
-    StepResult result = exec_.execute(plan);
-    n_output_total_ += static_cast<int64_t>(result.sampled_tokens.size());
     ++n_steps_;
-    StepEvents events = sched_.apply(plan, result.sampled_tokens);
-    handle(events);
     sample_memory();
   }
   return metrics();
@@ -286,7 +287,7 @@ RunMetrics ReplayRun::metrics() const {
   m.ttft_p99_s = percentile(ttft, 99);
   m.tpot_p50_s = percentile(tpot, 50);
   m.interactivity_tok_s = m.tpot_p50_s > 0 ? 1.0 / m.tpot_p50_s : 0;
-  m.elapsed_virtual_s = exec_.now_s();
+  m.elapsed_virtual_s = engine_.now_s();
   double start = n_warmup_open_ == 0 ? measure_start_s_ : 0;
   int64_t out0 = n_warmup_open_ == 0 ? n_output_at_measure_ : 0;
   double window = m.elapsed_virtual_s - start;
@@ -296,8 +297,8 @@ RunMetrics ReplayRun::metrics() const {
   m.n_warmup_requests = n_warmup_;
   m.n_rejected = n_rejected_;
   m.n_steps = n_steps_;
-  m.n_preemptions = sched_.n_preemptions();
-  const CacheStats& st = cache_.stats();
+  m.n_preemptions = engine_.scheduler().n_preemptions();
+  const CacheStats& st = engine_.cache().stats();
   m.checkpoints_created = st.checkpoints_created;
   m.checkpoints_evicted = st.checkpoints_dropped;  // left the cache for good (alone or with KV)
   m.peak_bytes_by_kind = peak_;
@@ -316,7 +317,13 @@ double percentile(std::vector<double> values, double q) {
 }
 
 RunMetrics run_replay(const Trace& trace, const CostModel& cost, const ReplayConfig& config) {
-  ReplayRun run(trace, cost, config);
+  SimExecutor executor(cost, config.executor);
+  VirtualClock clock;
+  return run_replay(trace, executor, clock, config);
+}
+
+RunMetrics run_replay(const Trace& trace, Executor& executor, Clock& clock, const ReplayConfig& config) {
+  ReplayRun run(trace, executor, clock, config);
   return run.run();
 }
 

@@ -1,9 +1,10 @@
-// Trace replay on the simulated executor: a discrete-event loop on a virtual clock that drives the
-// real Scheduler and HybridCache. Closed loop (agentic sessions at a fixed concurrency: a lane sends
-// its next turn think_time after the previous one finished; lanes start at a random point of their
-// first session with a warm-up request excluded from stats, like InferenceX AgentX) or open loop
-// (requests at their trace timestamps, e.g. Mooncake). One run = one RunMetrics; a sweep runs
-// configs on worker threads, each run deterministic for its seed whatever the thread count.
+// Trace replay: sends a trace's turns into the Engine (real Scheduler and HybridCache) at their
+// times — on the simulated executor with a virtual clock, or on any Executor and Clock. Closed loop (agentic
+// sessions at a fixed concurrency: a lane sends its next turn think_time after the previous one finished;
+// lanes start at a random point of their first session with a warm-up request excluded from stats, like
+// InferenceX AgentX) or open loop (requests at their trace timestamps, e.g. Mooncake). One run = one
+// RunMetrics; a sweep runs configs on worker threads, each run deterministic for its seed whatever the thread
+// count.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "cache/cache_config.h"
+#include "engine/engine.h"
 #include "exec/sim_executor.h"
 #include "plan/cost_model.h"
 #include "replay/run_metrics.h"
@@ -30,16 +32,22 @@ struct ReplayConfig {
   bool warmup = true;           // closed loop: lanes start mid-session with one warm-up request
   double start_frac_lo = 0.25;  // lane start point: uniform fraction of its session's turns
   double start_frac_hi = 0.75;
-  int64_t max_requests = 0;      // stop sending after this many requests (0 = no limit)
-  int gpus = 8;                  // for per-GPU throughput
-  int64_t kv_budget_tokens = 0;  // reported only (the cache config holds the bytes)
+  int64_t max_requests = 0;       // stop sending after this many requests (0 = no limit)
+  int gpus = 8;                   // for per-GPU throughput
+  int64_t max_output_tokens = 0;  // cap on each turn's output length (0 = the trace's length)
+  int32_t vocab_size = 0;         // > 0: token ids are taken modulo this (a real model's vocabulary)
+  int64_t kv_budget_tokens = 0;   // reported only (the cache config holds the bytes)
   SchedulerConfig scheduler;
   CacheConfig cache;
   SimExecutorConfig executor;
 };
 
-// Replays `trace` once. Throws ds::Error on an invalid config. `cost` is read-only (shareable).
+// Replays `trace` once on the simulated executor and a virtual clock. Throws ds::Error on an
+// invalid config. `cost` is read-only (shareable).
 RunMetrics run_replay(const Trace& trace, const CostModel& cost, const ReplayConfig& config);
+// Replays `trace` once on `executor`, keeping time on `clock` (e.g. the model executor and a wall
+// clock). config.executor is not used.
+RunMetrics run_replay(const Trace& trace, Executor& executor, Clock& clock, const ReplayConfig& config);
 
 // Runs every config on up to `threads` threads; results in config order. `on_done(i)` (optional)
 // is called after run i finishes, from the worker thread.

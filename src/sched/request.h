@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "sched/sampling_params.h"
+
 namespace ds {
 
 using RequestId = int64_t;
@@ -15,7 +17,7 @@ enum class RequestStatus : uint8_t {
   waiting,    // queued; not holding cache memory
   running,    // admitted: holds a cache sequence (live state + pages)
   preempted,  // evicted from running under memory pressure; back in the queue, will recompute
-  finished,   // produced max_output_tokens; cache sequence handed to finish()
+  finished,   // produced max_output_tokens or a stop token; cache sequence handed to finish()
   aborted,    // cancelled by the caller (or rejected: prompt can never fit)
 };
 
@@ -26,9 +28,11 @@ struct Request {
   std::vector<int32_t> tokens;    // prompt ids, then each sampled id appended [n_tokens()]
   int64_t n_prompt_tokens = 0;    // prefix of `tokens` that came from the caller
   int64_t max_output_tokens = 1;  // stop after this many sampled tokens (>= 1)
+  SamplingParams sampling;        // greedy unless set; stop ids end the request early
   int64_t n_computed_tokens = 0;  // tokens whose KV/state exist (cache hit + computed chunks)
   int64_t n_output_tokens = 0;    // tokens sampled so far
   RequestStatus status = RequestStatus::waiting;
+  bool stopped = false;  // the last sampled token is one of sampling.stop_token_ids
 
   // Filled at (each) admission from the cache's match; reports, not control flow.
   int64_t n_hit_tokens = 0;       // restorable prefix (KV + KDA checkpoint) at admission
@@ -39,7 +43,7 @@ struct Request {
   int64_t n_tokens() const { return static_cast<int64_t>(tokens.size()); }
   int64_t n_remaining_prompt_tokens() const { return n_prompt_tokens - n_computed_tokens; }
   bool prompt_done() const { return n_computed_tokens >= n_prompt_tokens; }
-  bool done() const { return n_output_tokens >= max_output_tokens; }
+  bool done() const { return stopped || n_output_tokens >= max_output_tokens; }
 };
 
 }  // namespace ds

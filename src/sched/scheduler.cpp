@@ -17,11 +17,33 @@ void Scheduler::add(Request request) {
   DS_CHECK(!request.tokens.empty(), "request {}: empty prompt", request.id);
   DS_CHECK(request.max_output_tokens >= 1, "request {}: max_output_tokens must be >= 1, got {}", request.id,
            request.max_output_tokens);
+  request.sampling.validate();
   request.n_prompt_tokens = request.n_tokens();
   request.n_computed_tokens = 0;
   request.n_output_tokens = 0;
+  request.stopped = false;
   request.status = RequestStatus::waiting;
   waiting_.push_back(std::make_unique<Request>(std::move(request)));
+}
+
+std::optional<Request> Scheduler::abort(RequestId id) {
+  DS_CHECK(applied_step_ == step_index_, "scheduler: abort({}) between step() and apply()", id);
+  for (auto it = waiting_.begin(); it != waiting_.end(); ++it) {
+    if ((*it)->id != id) continue;
+    Request req = std::move(**it);
+    waiting_.erase(it);
+    req.status = RequestStatus::aborted;
+    return req;
+  }
+  for (auto it = running_.begin(); it != running_.end(); ++it) {
+    if (it->req->id != id) continue;
+    cache_.abort(it->seq);
+    Request req = std::move(*it->req);
+    running_.erase(it);
+    req.status = RequestStatus::aborted;
+    return req;
+  }
+  return std::nullopt;
 }
 
 SchedulePlan Scheduler::step() {
@@ -129,6 +151,7 @@ bool Scheduler::admit_one(Request& req, Slot& slot) {
   if (!admission) return false;
   const CacheHit& hit = admission->hit;
   slot.seq = admission->seq;
+  slot.restore_from = admission->restore_from;
   slot.host_load_bytes = hit.bytes_to_load;
   slot.host_load_s = hit.load_s;
   req.n_computed_tokens = hit.n_hit_tokens;
@@ -156,6 +179,7 @@ void Scheduler::reject_head() {
 }
 
 void Scheduler::build_plan(SchedulePlan& plan) {
+  plan.page_tokens = page_tokens_;
   for (const Slot& slot : running_) {
     if (slot.n_new == 0) continue;
     const Request& req = *slot.req;
@@ -165,16 +189,21 @@ void Scheduler::build_plan(SchedulePlan& plan) {
     s.begin = req.n_computed_tokens;
     s.end = s.begin + slot.n_new;
     s.tokens = std::span<const int32_t>(req.tokens).subspan(s.begin, slot.n_new);
-    s.checkpoint_positions = cache_.checkpoint_positions(slot.seq, s.begin, s.end);
-    s.restore_checkpoint = slot.just_admitted && s.begin > 0;
+    s.pages = cache_.page_table(slot.seq).first((s.end + page_tokens_ - 1) / page_tokens_);
+    s.live_slot = cache_.live_slot(slot.seq);
+    // Allocating checkpoint slots may evict (never from running sequences): the spans above stay valid.
+    s.checkpoints = cache_.plan_checkpoints(slot.seq, s.begin, s.end);
+    if (slot.just_admitted && s.begin > 0) s.restore_from = slot.restore_from;
     if (slot.just_admitted) {
       s.host_load_bytes = slot.host_load_bytes;
       s.host_load_s = slot.host_load_s;
     }
     s.samples = s.end == req.n_tokens();
+    if (s.samples) s.sampling = &req.sampling;
     plan.n_scheduled_tokens += s.n_tokens();
     plan.seqs.push_back(std::move(s));
   }
+  plan.transfers = cache_.take_transfers();  // everything decided while building this step
 }
 
 StepEvents Scheduler::apply(const SchedulePlan& plan, std::span<const int32_t> sampled_tokens) {
@@ -195,16 +224,20 @@ StepEvents Scheduler::apply(const SchedulePlan& plan, std::span<const int32_t> s
     slot.just_admitted = false;
     slot.host_load_bytes = 0;
     slot.host_load_s = 0;
+    slot.restore_from = {};
     req.n_computed_tokens = s.end;
     // Only full pages are cached: commit prefill chunks, and decode steps that complete a page.
     bool page_done = s.end / page_tokens_ != s.begin / page_tokens_;
-    if (s.n_tokens() > 1 || page_done || !s.checkpoint_positions.empty())
+    if (s.n_tokens() > 1 || page_done || !s.checkpoints.empty())
       cache_.commit(slot.seq, req.tokens, req.n_computed_tokens);
     if (!s.samples) continue;
     DS_CHECK(n_sampled < sampled_tokens.size(), "scheduler: {} sampled tokens for step {}",
              sampled_tokens.size(), plan.step_index);
-    req.tokens.push_back(sampled_tokens[n_sampled++]);
+    const int32_t token = sampled_tokens[n_sampled++];
+    req.tokens.push_back(token);
+    events.tokens.push_back({req.id, token, req.n_output_tokens});
     if (++req.n_output_tokens == 1) events.first_token.push_back(req.id);
+    if (req.sampling.is_stop(token)) req.stopped = true;
     if (req.done()) done.push_back(slot_i);
   }
   for (auto it = done.rbegin(); it != done.rend(); ++it) {

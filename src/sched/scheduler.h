@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "cache/hybrid_cache.h"
@@ -22,8 +23,16 @@ struct SchedulerConfig {
   int max_running = 256;           // running (admitted) sequences at most
 };
 
+// One sampled token of one request.
+struct SampledToken {
+  RequestId request_id = 0;
+  int32_t token = 0;
+  int64_t index = 0;  // 0 for the request's first output token
+};
+
 // What one executed step changed, for the caller's clocks and metrics.
 struct StepEvents {
+  std::vector<SampledToken> tokens;    // in plan order
   std::vector<RequestId> first_token;  // requests that sampled their first output token
   std::vector<Request> finished;       // completed requests (moved out of the scheduler)
   std::vector<Request> rejected;       // can never fit in the cache even alone (status aborted;
@@ -36,8 +45,12 @@ class Scheduler {
   Scheduler(const SchedulerConfig& config, HybridCache& cache);
 
   // Queues a request (status waiting, nothing computed). Throws ds::Error on an empty prompt,
-  // max_output_tokens < 1, or a duplicate id.
+  // max_output_tokens < 1 or bad sampling parameters.
   void add(Request request);
+
+  // Cancels a waiting or running request (releasing its cache sequence) and returns it with status
+  // aborted; nullopt when no such request is queued or running. Not between step() and apply().
+  std::optional<Request> abort(RequestId id);
 
   // One scheduling decision: schedule_running (preempt_if_needed on reserve failure),
   // admit_waiting, build_plan. An empty plan means nothing can run now.
@@ -45,7 +58,7 @@ class Scheduler {
 
   // Applies the executed plan (must be the plan of the last step()): advances n_computed_tokens,
   // appends sampled tokens (one per `samples` entry, in plan order), commits to the cache, and
-  // finishes requests that reached max_output_tokens.
+  // finishes requests that reached max_output_tokens or sampled a stop token.
   StepEvents apply(const SchedulePlan& plan, std::span<const int32_t> sampled_tokens);
 
   int64_t n_waiting() const { return static_cast<int64_t>(waiting_.size()); }
@@ -62,6 +75,7 @@ class Scheduler {
     bool just_admitted = false;  // first step after admission (restore / host load)
     int64_t host_load_bytes = 0;
     double host_load_s = 0;
+    CheckpointRef restore_from;  // the hit checkpoint, until the first step ran
   };
 
   void schedule_running(SchedulePlan& plan, int64_t& budget);

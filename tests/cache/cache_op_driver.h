@@ -120,8 +120,11 @@ class CacheOpDriver {
       if (op == 2 || op == 3) {  // compute a chunk (growing into "decode" past the prompt)
         const int64_t n = r.computed + 1 + in.pick(3 * static_cast<int>(page_));
         while (static_cast<int64_t>(r.tokens.size()) < n) r.tokens.push_back(7000 + in.pick(4));
-        (void)cache_.checkpoint_positions(r.seq, r.computed, n);
         if (!cache_.reserve(r.seq, n)) return preempt(idx);
+        for (const PlannedCheckpoint& c : cache_.plan_checkpoints(r.seq, r.computed, n))
+          expect(c.position > r.computed && c.position <= n && c.position % page_ == 0 && c.slot >= 0,
+                 "planned checkpoint outside the computed range");
+        (void)cache_.take_transfers();
         cache_.commit(r.seq, r.tokens, n);
         r.computed = n;
       } else if (op == 4) {

@@ -42,8 +42,9 @@ inline std::vector<int32_t> prefix(const std::vector<int32_t>& a, size_t n) {
   return std::vector<int32_t>(a.begin(), a.begin() + static_cast<std::ptrdiff_t>(n));
 }
 
-// Admits `prompt`, computes it in one chunk, decodes `output` (all tokens' KV computed), finishes.
-// Returns the admission hit. Checks invariants after every step.
+// Admits `prompt`, computes it in one chunk, decodes `output` in a second one (all tokens' KV
+// computed), finishes; checkpoints are planned before each chunk as an engine would. Returns the
+// admission hit. Checks invariants after every step.
 inline CacheHit run_request(HybridCache& cache, const std::vector<int32_t>& prompt,
                             const std::vector<int32_t>& output = {}) {
   auto adm = cache.admit(prompt);
@@ -53,8 +54,12 @@ inline CacheHit run_request(HybridCache& cache, const std::vector<int32_t>& prom
   if (!cache.reserve(adm->seq, static_cast<int64_t>(all.size())))
     throw std::runtime_error("run_request: reserve failed");
   cache.check_invariants();
-  cache.commit(adm->seq, prompt, static_cast<int64_t>(prompt.size()));
+  const auto n_prompt = static_cast<int64_t>(prompt.size()), n_all = static_cast<int64_t>(all.size());
+  cache.plan_checkpoints(adm->seq, adm->hit.n_hit_tokens, n_prompt);
   cache.check_invariants();
+  cache.commit(adm->seq, prompt, n_prompt);
+  cache.check_invariants();
+  cache.plan_checkpoints(adm->seq, n_prompt, n_all);
   cache.finish(adm->seq, all);
   cache.check_invariants();
   return adm->hit;

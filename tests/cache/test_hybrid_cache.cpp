@@ -87,9 +87,15 @@ TEST(HybridCache, SemanticCheckpointsTheBranchPointOfASharedSystemPrompt) {
 
   auto adm = cache.admit(b);
   ASSERT_TRUE(adm);
-  EXPECT_EQ(cache.checkpoint_positions(adm->seq, 0, 24), (std::vector<int64_t>{16}));  // the branch point
   ASSERT_TRUE(cache.reserve(adm->seq, 24));
-  cache.commit(adm->seq, b, 24);
+  // The branch point, and the decode-end candidate at the last page boundary computed.
+  const auto planned = cache.plan_checkpoints(adm->seq, 0, 24);
+  ASSERT_EQ(planned.size(), 2u);
+  EXPECT_EQ(planned[0].position, 16);
+  EXPECT_EQ(planned[1].position, 24);
+  cache.check_invariants();
+  const CommitReport rep = cache.commit(adm->seq, b, 24);
+  EXPECT_EQ(rep.kept, (std::vector<int64_t>{16}));
   cache.finish(adm->seq, b);
   cache.check_invariants();
   EXPECT_EQ(cache.match(c).n_hit_tokens, 16);       // a third branch restores the shared prefix
@@ -252,6 +258,7 @@ TEST(HybridCache, LockedEntriesAreNeverEvictedAndReserveReportsNoRoom) {
   const auto s1 = iota_tokens(0, 9), s2 = iota_tokens(100, 9);
   auto a1 = cache.admit(s1);
   ASSERT_TRUE(a1 && cache.reserve(a1->seq, 9));
+  cache.plan_checkpoints(a1->seq, 0, 9);
   cache.commit(a1->seq, s1, 9);
   auto a2 = cache.admit(s2);
   ASSERT_TRUE(a2);

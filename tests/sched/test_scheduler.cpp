@@ -135,9 +135,11 @@ TEST(Scheduler, PrefixHitStartsAtNComputedTokens) {
   ASSERT_EQ(plan.seqs.size(), 1u);
   EXPECT_EQ(plan.seqs[0].begin, 640);
   EXPECT_EQ(plan.seqs[0].n_tokens(), 260);
-  EXPECT_TRUE(plan.seqs[0].restore_checkpoint);
-  // every-block: checkpoints at each page boundary the chunk crosses, (640, 900]
-  EXPECT_EQ(plan.seqs[0].checkpoint_positions, (std::vector<int64_t>{704, 768, 832, 896}));
+  EXPECT_TRUE(plan.seqs[0].restore_from.valid());
+  // every-block: checkpoints at each page boundary the chunk crosses, (640, 900], each in its own slot
+  std::vector<int64_t> positions;
+  for (const PlannedCheckpoint& c : plan.seqs[0].checkpoints) positions.push_back(c.position);
+  EXPECT_EQ(positions, (std::vector<int64_t>{704, 768, 832, 896}));
   s.apply(plan, std::vector<int32_t>{5});
   auto done = run_to_idle(s, cache);
   ASSERT_EQ(done.size(), 1u);
@@ -154,7 +156,7 @@ TEST(Scheduler, KvWithoutCheckpointIsNotAHit) {
   SchedulePlan plan = s.step();
   ASSERT_EQ(plan.seqs.size(), 1u);
   EXPECT_EQ(plan.seqs[0].begin, 0);  // KV is there, but no KDA state to restore
-  EXPECT_FALSE(plan.seqs[0].restore_checkpoint);
+  EXPECT_FALSE(plan.seqs[0].restore_from.valid());
   s.apply(plan, std::vector<int32_t>{5});
   auto done = run_to_idle(s, cache);
   ASSERT_EQ(done.size(), 1u);
