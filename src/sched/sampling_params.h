@@ -13,12 +13,12 @@
 namespace ds {
 
 struct SamplingParams {
-  float temperature = 0.0f;              // 0 = greedy (argmax, lowest id on ties); else > 0
-  int32_t top_k = 0;                     // keep the k most likely tokens (0 = all)
-  float top_p = 1.0f;                    // keep the smallest set with probability >= top_p, (0, 1]
-  float min_p = 0.0f;                    // drop tokens below min_p x the top probability, [0, 1]
-  std::optional<uint64_t> seed;          // unset: derived from the request id
-  std::vector<int32_t> stop_token_ids;   // finish after sampling any of these
+  float temperature = 0.0f;             // 0 = greedy (argmax, lowest id on ties); else > 0
+  int32_t top_k = 0;                    // keep the k most likely tokens (0 = all)
+  float top_p = 1.0f;                   // keep the smallest set with probability >= top_p, (0, 1]
+  float min_p = 0.0f;                   // drop tokens below min_p x the top probability, [0, 1]
+  std::optional<uint64_t> seed;         // unset: derived from the request id
+  std::vector<int32_t> stop_token_ids;  // finish after sampling any of these
 
   bool greedy() const { return temperature == 0.0f; }
   bool is_stop(int32_t token) const;

@@ -66,8 +66,8 @@ class EchoExecutor final : public Executor {
       if (s.begin == 0) st = EchoState{0, 0};
       DS_CHECK(st.n_tokens == s.begin, "echo: request {} live slot {} holds {} tokens, step begins at {}",
                s.request_id, s.live_slot, st.n_tokens, s.begin);
-      DS_CHECK(static_cast<int64_t>(s.pages.size()) * P >= s.end, "echo: request {} has {} pages for {} tokens",
-               s.request_id, s.pages.size(), s.end);
+      DS_CHECK(static_cast<int64_t>(s.pages.size()) * P >= s.end,
+               "echo: request {} has {} pages for {} tokens", s.request_id, s.pages.size(), s.end);
       uint64_t h = 0;  // the prefix as the pages hold it must be the prefix the live state consumed
       for (int64_t p = 0; p < s.begin; ++p) h = echo_mix(h, page(0, s.pages[p / P], P)[p % P]);
       DS_CHECK(h == st.hash, "echo: request {} pages disagree with its live state at {} tokens", s.request_id,
@@ -81,8 +81,8 @@ class EchoExecutor final : public Executor {
         for (; c < s.checkpoints.size() && s.checkpoints[c].position == p + 1; ++c)
           ckpt(0, s.checkpoints[c].slot) = st;
       }
-      DS_CHECK(c == s.checkpoints.size(), "echo: request {} checkpoint positions outside ({}, {}]", s.request_id,
-               s.begin, s.end);
+      DS_CHECK(c == s.checkpoints.size(), "echo: request {} checkpoint positions outside ({}, {}]",
+               s.request_id, s.begin, s.end);
       if (s.samples) r.sampled_tokens.push_back(echo_token(st.hash, vocab_));
       n_tokens_ += s.n_tokens();
     }

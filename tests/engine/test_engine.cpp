@@ -7,8 +7,8 @@
 #include <map>
 #include <random>
 
-#include "engine/engine.h"
 #include "echo_executor.h"
+#include "engine/engine.h"
 
 namespace ds {
 namespace {
@@ -28,7 +28,8 @@ EngineConfig config(const std::string& retention, int64_t device_tokens, int64_t
   c.cache.sizes.live_state_bytes = 16;
   c.cache.tiers = {CacheTier{.name = "hbm", .capacity_bytes = device_tokens, .read_bw_bytes_per_s = 1e9}};
   if (host_tokens > 0)
-    c.cache.tiers.push_back(CacheTier{.name = "dram", .capacity_bytes = host_tokens, .read_bw_bytes_per_s = 1e8});
+    c.cache.tiers.push_back(
+        CacheTier{.name = "dram", .capacity_bytes = host_tokens, .read_bw_bytes_per_s = 1e8});
   c.cache.retention = retention;
   c.cache.eviction = eviction;
   c.check_invariants = true;

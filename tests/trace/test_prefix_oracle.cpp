@@ -23,10 +23,10 @@ std::vector<int32_t> cat(std::vector<int32_t> a, const std::vector<int32_t>& b) 
 
 TEST(PrefixOracle, CountsWholePagesOfAWholePrefixAndNeverTheLastToken) {
   PrefixOracle o(4);
-  EXPECT_EQ(o.observe(seq(0, 10)), 0);            // pages [0..4) [4..8) recorded; 2 tokens partial
-  EXPECT_EQ(o.observe(seq(0, 10)), 8);            // both pages; the partial tail is not cached
-  EXPECT_EQ(o.observe(seq(0, 8)), 4);             // 8 tokens = 2 pages, but token 7 is computed
-  EXPECT_EQ(o.observe(seq(0, 9)), 8);             // token 8 computed, both pages hit
+  EXPECT_EQ(o.observe(seq(0, 10)), 0);                   // pages [0..4) [4..8) recorded; 2 tokens partial
+  EXPECT_EQ(o.observe(seq(0, 10)), 8);                   // both pages; the partial tail is not cached
+  EXPECT_EQ(o.observe(seq(0, 8)), 4);                    // 8 tokens = 2 pages, but token 7 is computed
+  EXPECT_EQ(o.observe(seq(0, 9)), 8);                    // token 8 computed, both pages hit
   EXPECT_EQ(o.observe(cat(seq(0, 4), seq(100, 8))), 4);  // second page differs: stop there
   EXPECT_EQ(o.observe(cat(seq(100, 4), seq(4, 4))), 0);  // page [4..8) hit only after page [0..4)
   EXPECT_EQ(o.observe({}), 0);
