@@ -215,6 +215,46 @@ void parse_text(const json& t, const std::string& src, ModelConfig& c) {
   c.layer_kind = layer_kinds(lin, c.n_layer);
 }
 
+// quantization_config of the whole model (top level) or of the text model (text_config); absent or
+// null: unquantised. Only compressed-tensors MXFP4 (K3's routed experts) is supported.
+QuantConfig parse_quantization(const json& top, const std::string& src) {
+  const json* q = nullptr;
+  if (top.contains("quantization_config"))
+    q = &top.at("quantization_config");
+  else if (top.contains("text_config") && top.at("text_config").is_object() &&
+           top.at("text_config").contains("quantization_config"))
+    q = &top.at("text_config").at("quantization_config");
+  QuantConfig out;
+  if (q == nullptr || q->is_null()) return out;
+  if (!q->is_object()) fail("{}: `quantization_config` must be an object, got {}", src, q->dump());
+  auto text = [&](const char* key) {
+    if (!q->contains(key)) return std::string();
+    if (!q->at(key).is_string())
+      fail("{}: `quantization_config.{}` must be a string, got {}", src, key, q->at(key).dump());
+    return q->at(key).get<std::string>();
+  };
+  const std::string method = text("quant_method");
+  const std::string format = text("format");
+  if (method != "compressed-tensors" || format.find("mxfp4") == std::string::npos)
+    fail(
+        "{}: unsupported quantization_config (quant_method \"{}\", format \"{}\"); supported: "
+        "compressed-tensors mxfp4",
+        src, method, format);
+  out.mxfp4_experts = true;
+  if (q->contains("config_groups") && q->at("config_groups").is_object()) {
+    for (const auto& [name, g] : q->at("config_groups").items()) {
+      if (g.is_object() && g.contains("weights") && g.at("weights").is_object()) {
+        const json& w = g.at("weights");
+        if (w.contains("group_size") && w.at("group_size").is_number_integer())
+          out.group_size = int(std::clamp<int64_t>(w.at("group_size").get<int64_t>(), -1, 1 << 20));
+      }
+    }
+  }
+  if (out.group_size <= 0)
+    fail("{}: `quantization_config` group_size must be positive, got {}", src, out.group_size);
+  return out;
+}
+
 }  // namespace
 
 bool ModelConfig::is_moe_layer(int layer) const {
@@ -246,6 +286,7 @@ ModelConfig ModelConfig::from_json(const nlohmann::json& j, const std::string& s
   } else {
     parse_text(j, source_name, c);
   }
+  c.quant = parse_quantization(j, source_name);
   c.validate();
   return c;
 }

@@ -50,6 +50,15 @@ struct MoeConfig {
   bool latent_norm = false;     // latent_moe_use_norm
 };
 
+// quantization_config: how the checkpoint stores its routed experts (everything else is float).
+struct QuantConfig {
+  bool mxfp4_experts = false;  // compressed-tensors mxfp4-pack-quantized routed experts
+  int group_size = 32;         // inputs per E8M0 scale (config_groups.*.weights.group_size)
+  // Storage bits per routed-expert weight: 16 (bf16), or 4 + 8 / group_size for MXFP4
+  // (a 4-bit E2M1 code plus one 8-bit E8M0 scale per group).
+  double routed_expert_bits() const { return mxfp4_experts ? 4.0 + 8.0 / group_size : 16.0; }
+};
+
 struct ModelConfig {
   std::string model_type;           // "kimi_linear" (from the text config)
   bool multimodal_wrapper = false;  // loaded from a kimi_k3 wrapper: tensors prefixed "language_model."
@@ -71,6 +80,7 @@ struct ModelConfig {
   KdaConfig kda;
   MlaConfig mla;
   MoeConfig moe;
+  QuantConfig quant;  // quantization_config (top level or text_config)
 
   // Prefix of the text-model tensors in the checkpoint: "language_model." for the wrapper, else "".
   std::string tensor_prefix() const { return multimodal_wrapper ? "language_model." : ""; }

@@ -82,44 +82,6 @@ void count_moe_layer(const ModelConfig& c, Counter& n) {
   }
 }
 
-// MXFP4 routed experts from a compressed-tensors `quantization_config` (top level or text_config).
-double routed_bits_from_json(const json& j, const std::string& src) {
-  const json* q = nullptr;
-  if (j.contains("quantization_config"))
-    q = &j.at("quantization_config");
-  else if (j.contains("text_config") && j.at("text_config").is_object() &&
-           j.at("text_config").contains("quantization_config"))
-    q = &j.at("text_config").at("quantization_config");
-  if (q == nullptr || q->is_null()) return 16;
-  if (!q->is_object()) fail("{}: `quantization_config` must be an object, got {}", src, q->dump());
-  auto text = [&](const char* key) {
-    if (!q->contains(key)) return std::string();
-    if (!q->at(key).is_string())
-      fail("{}: `quantization_config.{}` must be a string, got {}", src, key, q->at(key).dump());
-    return q->at(key).get<std::string>();
-  };
-  const std::string method = text("quant_method");
-  const std::string format = text("format");
-  if (method == "compressed-tensors" && format.find("mxfp4") != std::string::npos) {
-    int group = 32;
-    if (q->contains("config_groups") && q->at("config_groups").is_object()) {
-      for (const auto& [name, g] : q->at("config_groups").items()) {
-        if (g.is_object() && g.contains("weights") && g.at("weights").is_object()) {
-          const json& w = g.at("weights");
-          if (w.contains("group_size") && w.at("group_size").is_number_integer())
-            group = w.at("group_size").get<int>();
-        }
-      }
-    }
-    if (group <= 0) fail("{}: quantization_config group_size must be positive, got {}", src, group);
-    return 4.0 + 8.0 / group;  // E2M1 nibble + one E8M0 byte per group
-  }
-  fail(
-      "{}: unsupported quantization_config (quant_method \"{}\", format \"{}\"); supported: "
-      "compressed-tensors mxfp4",
-      src, method, format);
-}
-
 }  // namespace
 
 const char* weight_kind_name(WeightKind k) {
@@ -247,7 +209,8 @@ double ModelProfile::kda_flops(int64_t n_new, int chunk_tokens) const {
   return kda_flops_per_token(n_new == 1, chunk_tokens) * double(n_new);
 }
 
-ModelProfile ModelProfile::from_config(const ModelConfig& c, std::string name, double routed_expert_bits) {
+ModelProfile ModelProfile::from_config(const ModelConfig& c, std::string name) {
+  const double routed_expert_bits = c.quant.routed_expert_bits();
   DS_CHECK(routed_expert_bits > 0 && routed_expert_bits <= 32,
            "routed expert bits must be in (0, 32], got {}", routed_expert_bits);
   ModelProfile p;
@@ -290,7 +253,7 @@ ModelProfile ModelProfile::load(const std::string& name_or_path) {
   const json j = read_json_file(path);
   const ModelConfig config = ModelConfig::from_json(j, path);
   const bool bundled = !fs::exists(name_or_path, ec);
-  ModelProfile p = from_config(config, bundled ? name_or_path : path, routed_bits_from_json(j, path));
+  ModelProfile p = from_config(config, bundled ? name_or_path : path);
   p.source = path;
   return p;
 }

@@ -84,11 +84,9 @@ struct ModelProfile {
   // FlashKDA cost of one chunk of C tokens of one head with head dim D: 12C^3 + 8C^2 D + 6C D^2.
   static double kda_chunk_flops(int64_t chunk_tokens, int64_t head_dim);
 
-  // Builds the profile. `routed_expert_bits`: 16 for bf16, 4.25 for MXFP4 (4-bit E2M1 + one
-  // 8-bit E8M0 scale per 32 weights).
-  static ModelProfile from_config(const ModelConfig& config, std::string name, double routed_expert_bits);
+  // Builds the profile; routed experts are stored at config.quant.routed_expert_bits().
+  static ModelProfile from_config(const ModelConfig& config, std::string name);
   // A bundled name ("kimi-k3", "kimi-linear-48b"), a config.json path or a checkpoint folder.
-  // MXFP4 routed experts are detected from `quantization_config` (compressed-tensors mxfp4).
   static ModelProfile load(const std::string& name_or_path);
 };
 

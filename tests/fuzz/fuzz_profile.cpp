@@ -29,7 +29,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   try {
     const ds::ModelConfig config = ds::ModelConfig::from_json(j, "fuzz");
-    const ds::ModelProfile model = ds::ModelProfile::from_config(config, "fuzz", 4.25);
+    const ds::ModelProfile model = ds::ModelProfile::from_config(config, "fuzz");
     ds::PlanOptions opt;
     opt.gpus = opt.tp = 1;
     opt.throughput_prompt_tokens = {4096};

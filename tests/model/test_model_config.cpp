@@ -1,3 +1,5 @@
+// ModelConfig: both golden configs and the kimi_k3 wrapper parse to the right fields; every bad
+// key, value and file gives a one-line error naming it.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -108,6 +110,31 @@ TEST(ModelConfig, KimiK3Wrapper) {
         ModelConfig::from_json({{"model_type", "kimi_k3"}}, "w.json");
       },
       {"w.json", "text_config"});
+}
+
+TEST(ModelConfig, QuantizationConfigTopLevelOrTextConfig) {
+  EXPECT_FALSE(ModelConfig::from_json(kl_json(), "kl.json").quant.mxfp4_experts);
+  EXPECT_EQ(ModelConfig::from_json(kl_json(), "kl.json").quant.routed_expert_bits(), 16.0);
+  const json mxfp4 = {{"quant_method", "compressed-tensors"},
+                      {"format", "mxfp4-pack-quantized"},
+                      {"config_groups", {{"group_0", {{"weights", {{"group_size", 32}}}}}}}};
+  json top = {{"model_type", "kimi_k3"}, {"text_config", k3_json()}, {"quantization_config", mxfp4}};
+  const ModelConfig a = ModelConfig::from_json(top, "top.json");
+  EXPECT_TRUE(a.quant.mxfp4_experts);
+  EXPECT_EQ(a.quant.routed_expert_bits(), 4.25);
+  json inner = k3_json();
+  inner["quantization_config"] = mxfp4;
+  inner["quantization_config"]["config_groups"]["group_0"]["weights"]["group_size"] = 16;
+  const ModelConfig b =
+      ModelConfig::from_json({{"model_type", "kimi_k3"}, {"text_config", inner}}, "in.json");
+  EXPECT_EQ(b.quant.routed_expert_bits(), 4.5);
+  json bad = kl_json();
+  bad["quantization_config"] = {{"quant_method", "awq"}};
+  expect_error([&] { ModelConfig::from_json(bad, "awq.json"); },
+               {"awq.json", "unsupported quantization_config", "awq"});
+  bad["quantization_config"] = mxfp4;
+  bad["quantization_config"]["config_groups"]["group_0"]["weights"]["group_size"] = 0;
+  expect_error([&] { ModelConfig::from_json(bad, "g.json"); }, {"g.json", "group_size", "0"});
 }
 
 // Applies `edit` to the Kimi Linear fixture config and expects from_json to fail naming `parts`.

@@ -145,9 +145,9 @@ constexpr const char* kTinyK3 = R"({"model_type":"kimi_linear","vocab_size":512,
 
 TEST(ModelProfile, TinyFixtureCountsAreExact) {
   const auto kl = ModelConfig::from_json(nlohmann::json::parse(kTinyKimiLinear), "tiny-kl");
-  EXPECT_EQ(ModelProfile::from_config(kl, "tiny-kl", 16).total_params(), 4'295'080);
+  EXPECT_EQ(ModelProfile::from_config(kl, "tiny-kl").total_params(), 4'295'080);
   const auto k3 = ModelConfig::from_json(nlohmann::json::parse(kTinyK3), "tiny-k3");
-  EXPECT_EQ(ModelProfile::from_config(k3, "tiny-k3", 16).total_params(), 4'207'494);
+  EXPECT_EQ(ModelProfile::from_config(k3, "tiny-k3").total_params(), 4'207'494);
 }
 
 TEST(ModelProfile, TensorParallelShardsAllButReplicatedTensors) {
