@@ -9,7 +9,7 @@
 #include "kernels/cpu/linear.h"
 #include "kernels/cpu/norm.h"
 #include "kernels/cpu/short_conv.h"
-#include "layers/k3_gates.h"
+#include "layers/kda_gates.h"
 
 namespace ds {
 namespace {

@@ -8,7 +8,7 @@
 #include "kernels/cpu/linear.h"
 #include "kernels/cpu/norm.h"
 #include "kernels/cpu/softmax.h"
-#include "layers/k3_gates.h"
+#include "layers/mla_projections.h"
 
 namespace ds {
 namespace {

@@ -49,6 +49,11 @@ class RandomWeights {
   std::deque<std::vector<uint16_t>> bf16_;
 };
 
+// The logistic sigmoid in double (for test references).
+inline double sig(double x) {
+  return 1.0 / (1.0 + std::exp(-x));
+}
+
 // Plain double-accumulating y = x W^T over rows of x (for test references).
 inline std::vector<double> ref_linear(const std::vector<double>& x, int64_t T, const WeightView& w) {
   std::vector<double> y(size_t(T * w.rows), 0.0);

@@ -14,12 +14,9 @@
 
 using namespace ds;
 using ds::testing::randn;
+using ds::testing::sig;
 
 namespace {
-
-double sig(double x) {
-  return 1.0 / (1.0 + std::exp(-x));
-}
 
 // y[o] = Σ_c W[o, c] x[c] in double.
 std::vector<double> matvec(const std::vector<float>& w, int rows, int cols, const std::vector<double>& x) {

@@ -13,6 +13,7 @@ namespace ds {
 namespace {
 
 using testing::RandomWeights;
+using testing::sig;
 
 constexpr float kEps = 1e-5f;  // latent RMSNorm eps (unused: no latent projections)
 
@@ -34,10 +35,6 @@ MoeParams random_params(RandomWeights& rw, int E, int64_t D, int64_t I, std::vec
     p.experts.push_back(GluMlp{rw.bf16(I, D), rw.bf16(I, D), rw.bf16(D, I), Activation::Silu, {}});
   p.shared = GluMlp{rw.bf16(I, D), rw.bf16(I, D), rw.bf16(D, I), Activation::Silu, {}};
   return p;
-}
-
-double sig(double x) {
-  return 1.0 / (1.0 + std::exp(-x));
 }
 
 TEST(MoeLayer, BiasSelectsButWeightsComeFromUnbiasedScores) {

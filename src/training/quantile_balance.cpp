@@ -1,4 +1,4 @@
-#include "layers/quantile_balance.h"
+#include "training/quantile_balance.h"
 
 #include <algorithm>
 #include <numeric>
@@ -112,7 +112,7 @@ QuantileBalanceResult quantile_balance(const RouterScores& r, int top_k, std::sp
     const auto loads = expert_loads(r, top_k, res.bias);
     return std::all_of(loads.begin(), loads.end(), [&](int l) { return l == q; });
   };
-  // Warm start with the §7.7 update (a one-shot estimator: iterated on its own it oscillates, its
+  // Warm start with the plain QB update (a one-shot estimator: iterated on its own it oscillates, its
   // cutoffs being those of the previous bias), then exact per-expert sweeps until balanced.
   constexpr int kQbSteps = 3;
   while (!(res.balanced = is_balanced()) && res.iterations < max_iterations) {

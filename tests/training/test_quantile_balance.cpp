@@ -1,3 +1,4 @@
+// Quantile Balancing: loads under a bias, one update against a hand computation, exact balance, bad input.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -6,7 +7,7 @@
 #include <vector>
 
 #include "core/check.h"
-#include "layers/quantile_balance.h"
+#include "training/quantile_balance.h"
 
 using namespace ds;
 

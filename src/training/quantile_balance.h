@@ -1,7 +1,8 @@
-// Quantile Balancing (K3 training-time router-bias update, model-spec §7.7), as a library for
-// operators recalibrating `e_score_correction_bias` on their own traffic. Selection uses s + b,
-// mixture weights use s; the bias that admits exactly q = m·k/n tokens per expert is the fixed point
-// of the QB update. Inference never calls this: the bias is a constant of the checkpoint.
+// Quantile Balancing: the training-time router-bias update of Kimi K3 (Kimi K3 tech report, arXiv
+// 2607.24653 §2.3.3; J. Su, kexue.fm/archives/11760), as a library for operators recalibrating
+// `e_score_correction_bias` on their own traffic. Selection uses s + b, mixture weights use s; the
+// bias that admits exactly q = m·k/n tokens per expert is the fixed point of the QB update. Inference never
+// calls this: the bias is a constant of the checkpoint.
 #pragma once
 
 #include <span>
@@ -21,7 +22,7 @@ struct RouterScores {
 // like a stable sort). bias f32 [n]. Returns int [n].
 std::vector<int> expert_loads(const RouterScores& r, int top_k, std::span<const float> bias);
 
-// One QB update (§7.7 steps 1-4): c_t = (k+1)-th largest of s_t + bias; M_tj = s_tj − c_t;
+// One QB update (steps 1-4 of the report's update): c_t = (k+1)-th largest of s_t + bias; M_tj = s_tj − c_t;
 // b̂_j = −((q+1)-th largest of M_·j) with q = m·k/n (requires n | m·k); returns b̂ − mean(b̂).
 std::vector<float> quantile_balance_step(const RouterScores& r, int top_k, std::span<const float> bias);
 

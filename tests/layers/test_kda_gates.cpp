@@ -1,3 +1,5 @@
+// KDA gates: safe and softplus decay gates against hand values, the dispatch on gate_lower_bound,
+// A_log narrowing, full- and low-rank output-gate logits.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -6,19 +8,14 @@
 
 #include "core/check.h"
 #include "kernels/cpu/linear.h"
-#include "layers/k3_gates.h"
+#include "layers/kda_gates.h"
 #include "random_weights.h"
 
 using namespace ds;
 using ds::testing::randn;
+using ds::testing::sig;
 
-namespace {
-double sig(double x) {
-  return 1.0 / (1.0 + std::exp(-x));
-}
-}  // namespace
-
-TEST(K3Gates, SafeGateValues) {
+TEST(KdaGates, SafeGateValues) {
   // H = 2, K = 2: exp(A_log) = 2 and 0.5.
   const std::vector<float> a_log{std::log(2.0f), std::log(0.5f)}, dt{0.5f, -1.0f, 0.0f, 3.0f};
   const std::vector<float> f{-0.5f,  1.0f,    0.0f, -3.0f,  // z = 0 everywhere: g = lb/2
@@ -33,7 +30,7 @@ TEST(K3Gates, SafeGateValues) {
   for (float v : g) EXPECT_TRUE(v <= 0.0f && v >= -5.0f);
 }
 
-TEST(K3Gates, DecayGateDispatchesOnLowerBound) {
+TEST(KdaGates, DecayGateDispatchesOnLowerBound) {
   std::mt19937 rng(3);
   const int H = 3, K = 4, T = 5;
   const auto f = randn(rng, T * H * K, 3.0f), dt = randn(rng, H * K), a = randn(rng, H);
@@ -54,7 +51,7 @@ TEST(K3Gates, DecayGateDispatchesOnLowerBound) {
   EXPECT_THROW(kda_decay_gate(0.5f, f.data(), T, H, K, a.data(), dt.data(), got.data()), Error);
 }
 
-TEST(K3Gates, ALogNarrowsToHeads) {
+TEST(KdaGates, ALogNarrowsToHeads) {
   std::vector<float> stored(128, 0.0f);
   for (int i = 0; i < 96; ++i) stored[i] = 0.01f * float(i + 1);
   const auto a = a_log_heads(stored, 96, "layer 1 A_log");
@@ -64,7 +61,7 @@ TEST(K3Gates, ALogNarrowsToHeads) {
   EXPECT_THROW(a_log_heads(std::vector<float>(2), 3, "A_log"), Error);
 }
 
-TEST(K3Gates, KdaOutputGateFullAndLowRank) {
+TEST(KdaGates, KdaOutputGateFullAndLowRank) {
   std::mt19937 rng(11);
   const int D = 16, P = 12, R = 4, T = 3;
   const auto x = randn(rng, T * D), wf = randn(rng, P * D), wa = randn(rng, R * D), wb = randn(rng, P * R);
@@ -87,45 +84,4 @@ TEST(K3Gates, KdaOutputGateFullAndLowRank) {
   KdaOutputGate both = lr;
   both.g_proj = full.g_proj;
   EXPECT_THROW(both.validate(D, P), Error);
-}
-
-TEST(K3Gates, MlaQueryLoraAndOutputGate) {
-  std::mt19937 rng(12);
-  const int D = 16, R = 6, Q = 10, T = 2;
-  const auto x = randn(rng, T * D), wa = randn(rng, R * D), wb = randn(rng, Q * R), nw = randn(rng, R);
-  MlaQueryProj qp;
-  qp.q_a = {wa.data(), DType::F32, R, D};
-  qp.q_b = {wb.data(), DType::F32, Q, R};
-  qp.q_a_norm = nw;
-  qp.validate(D, Q);
-  std::vector<float> got(T * Q);
-  qp.forward(x.data(), T, got.data());
-  for (int t = 0; t < T; ++t) {
-    std::vector<double> a(R);
-    double ss = 0;
-    for (int r = 0; r < R; ++r) {
-      for (int c = 0; c < D; ++c) a[r] += double(wa[r * D + c]) * x[t * D + c];
-      ss += a[r] * a[r];
-    }
-    const double inv = 1.0 / std::sqrt(ss / R + 1e-6);  // q_a_layernorm eps 1e-6
-    for (int o = 0; o < Q; ++o) {
-      double acc = 0;
-      for (int r = 0; r < R; ++r) acc += double(wb[o * R + r]) * a[r] * inv * nw[r];
-      EXPECT_NEAR(got[t * Q + o], acc, 1e-5 * (1 + std::fabs(acc)));
-    }
-  }
-  // Output gate: attn ⊙ sigmoid(g_proj x).
-  const int HV = 8;
-  const auto wg = randn(rng, HV * D);
-  auto attn = randn(rng, T * HV);
-  const auto before = attn;
-  const WeightView g{wg.data(), DType::F32, HV, D};
-  mla_output_gate(g, x.data(), T, attn.data());
-  std::vector<float> logit(T * HV);
-  linear_ref(x.data(), T, g, logit.data());
-  for (int i = 0; i < T * HV; ++i)
-    EXPECT_NEAR(attn[i], before[i] * sig(logit[i]), 1e-6 * (1 + std::fabs(before[i])));
-  MlaQueryProj bad = qp;
-  bad.q_a_norm.pop_back();
-  EXPECT_THROW(bad.validate(D, Q), Error);
 }
