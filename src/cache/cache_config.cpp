@@ -39,6 +39,8 @@ void CacheConfig::validate() const {
   }
   DS_CHECK(max_running > 0 && max_running <= (1 << 24),
            "cache config: max_running must be in [1, 2^24], got {}", max_running);
+  DS_CHECK(page_hash_bits >= 1 && page_hash_bits <= 64,
+           "cache config: page_hash_bits must be in [1, 64], got {}", page_hash_bits);
 }
 
 }  // namespace ds

@@ -35,6 +35,8 @@ struct CacheConfig {
   std::string eviction = "leaf-lru";         // leaf-lru | consumed-state-lru | flop-per-byte[:alpha]
                                              // | seglen[:weight]
   int64_t max_running = 4096;                // upper bound on concurrent sequences (live slots)
+  int page_hash_bits = 64;  // test hook: keep only this many low bits of each page hash, which
+                            // makes key collisions common (they must cost misses, never wrong hits)
 
   int64_t page_bytes() const { return sizes.kv_bytes_per_token * page_tokens; }
   void validate() const;  // throws ds::Error naming the field and value

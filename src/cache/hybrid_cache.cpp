@@ -23,6 +23,8 @@ HybridCache::Impl::Impl(const CacheConfig& c) : cfg(c) {
   page_bytes = cfg.page_bytes();
   ckpt_bytes = cfg.sizes.checkpoint_bytes;
   live_bytes = cfg.sizes.live_state_bytes;
+  if (cfg.page_hash_bits < 64) hash_mask = (uint64_t{1} << cfg.page_hash_bits) - 1;
+  tree = PrefixTree(cfg.page_tokens);
   retention = make_retention_policy(cfg.retention, cfg.page_tokens);
   eviction = make_eviction_policy(cfg.eviction, cfg.sizes, cfg.page_tokens);
   for (int t = 0; t < n_tiers; ++t) {
@@ -34,6 +36,10 @@ HybridCache::Impl::Impl(const CacheConfig& c) : cfg(c) {
 }
 
 // ---- lookup -------------------------------------------------------------------------------
+
+uint64_t HybridCache::Impl::page_hash(std::span<const int32_t> tokens) const {
+  return hash_page(tokens) & hash_mask;
+}
 
 void HybridCache::Impl::walk(std::span<const int32_t> prompt, TreeWalk& out) const {
   out.path.clear();
@@ -51,13 +57,17 @@ void HybridCache::Impl::walk(std::span<const int32_t> prompt, TreeWalk& out) con
   for (int64_t b = 0; b < max_pages; b += kBlock) {
     const int64_t n = std::min(kBlock, max_pages - b);
     for (int64_t j = 0; j < n; ++j) {
-      key = chain_key(key, hash_page(prompt.subspan((b + j) * P, P)));
+      key = chain_key(key, page_hash(prompt.subspan((b + j) * P, P)));
       keys[j] = key;
       tree.prefetch(key);
     }
     for (int64_t j = 0; j < n; ++j) {
       const int32_t child = tree.find_child(node, keys[j]);
       if (child < 0) return;
+      if (!tree.same_tokens(child, prompt.subspan((b + j) * P, P))) {  // a key collision: a miss
+        out.collision = true;
+        return;
+      }
       node = child;
       out.path.push_back(node);
       if (tree.at(node).has_checkpoint()) out.hit_pages = b + j + 1;
@@ -101,10 +111,16 @@ const CacheSeq& HybridCache::Impl::seq_at(SeqId id) const {
 void HybridCache::Impl::insert_pages(CacheSeq& s, std::span<const int32_t> tokens, int64_t n_pages) {
   const int64_t P = cfg.page_tokens;
   for (int64_t i = static_cast<int64_t>(s.path.size()); i < n_pages && !s.tree_closed; ++i) {
-    const uint64_t key = chain_key(s.tail_key, hash_page(tokens.subspan(i * P, P)));
+    const std::span<const int32_t> page_ids = tokens.subspan(i * P, P);
+    const uint64_t key = chain_key(s.tail_key, page_hash(page_ids));
     const int32_t parent = s.path.empty() ? PrefixTree::kRoot : s.path.back();
     const int32_t page = s.pages[i];
     int32_t node = tree.find_child(parent, key);
+    if (node >= 0 && !tree.same_tokens(node, page_ids)) {  // key taken by other tokens: not cacheable
+      ++stats.hash_collisions;
+      s.tree_closed = true;
+      break;
+    }
     if (node >= 0 && tree.at(node).kv_tier == 1) {
       TreeNode& n = tree.at(node);
       pages[1].unref(n.page);
@@ -113,8 +129,9 @@ void HybridCache::Impl::insert_pages(CacheSeq& s, std::span<const int32_t> token
       pages[0].ref(page);
       tree.set_kv_tier(node, 0);
     } else if (node < 0) {
-      node = tree.add_child(parent, key, page, 0);
+      node = tree.add_child(parent, key, page, 0, page_ids);
       if (node < 0) {
+        ++stats.hash_collisions;
         s.tree_closed = true;
         break;
       }
@@ -211,6 +228,7 @@ std::optional<Admission> HybridCache::admit(std::span<const int32_t> prompt) {
   ++m.tick;  // one logical tick per admission: the recency clock of the eviction policies
   TreeWalk w;
   m.walk(prompt, w);
+  m.stats.hash_collisions += w.collision;
   const CacheHit hit = m.hit_of(w);
   // Semantic branch point: the prompt leaves a cached path at a node that has other children
   // (computed before room making, which may evict the unlocked part of the walk).

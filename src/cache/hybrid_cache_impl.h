@@ -51,6 +51,7 @@ struct CacheSeq {
 struct TreeWalk {
   std::vector<int32_t> path;  // node per matched page (KV-reachable)
   int64_t hit_pages = 0;      // deepest page boundary with a checkpoint
+  bool collision = false;     // stopped at a node whose key matched but whose tokens did not
 };
 
 struct HybridCache::Impl {
@@ -59,6 +60,7 @@ struct HybridCache::Impl {
   CacheConfig cfg;
   int n_tiers = 1;
   int64_t page_bytes = 0, ckpt_bytes = 0, live_bytes = 0;
+  uint64_t hash_mask = ~uint64_t{0};
   std::unique_ptr<RetentionPolicy> retention;
   std::unique_ptr<EvictionPolicy> eviction;
   PrefixTree tree;
@@ -73,6 +75,7 @@ struct HybridCache::Impl {
   std::vector<CacheTransfer> transfers;  // decided, not yet taken by the engine
 
   // hybrid_cache.cpp
+  uint64_t page_hash(std::span<const int32_t> tokens) const;  // hash_page, masked by page_hash_bits
   void walk(std::span<const int32_t> prompt, TreeWalk& out) const;
   CacheHit hit_of(const TreeWalk& w) const;
   CacheSeq& seq_at(SeqId id);

@@ -1,5 +1,7 @@
 #include "cache/prefix_tree.h"
 
+#include <algorithm>
+
 #include "core/check.h"
 #include "core/hash.h"
 
@@ -21,7 +23,8 @@ const char* to_string(CheckpointReason reason) {
   return "?";
 }
 
-PrefixTree::PrefixTree() {
+PrefixTree::PrefixTree(int64_t page_tokens) : page_tokens_(page_tokens) {
+  DS_CHECK(page_tokens >= 0, "PrefixTree: page_tokens {} < 0", page_tokens);
   TreeNode root;
   root.key = kRootPageKey;
   root.kv_tier = 0;
@@ -34,11 +37,14 @@ int32_t PrefixTree::find_child(int32_t parent, uint64_t key) const {
   return node >= 0 && nodes_[node].parent == parent ? node : -1;
 }
 
-int32_t PrefixTree::add_child(int32_t parent, uint64_t key, int32_t page, int8_t tier) {
+int32_t PrefixTree::add_child(int32_t parent, uint64_t key, int32_t page, int8_t tier,
+                              std::span<const int32_t> tokens) {
   DS_CHECK(parent >= 0 && parent < n_slots() && nodes_[parent].alive(), "PrefixTree: parent {} is not a node",
            parent);
   DS_CHECK(tier == 0 || tier == 1, "PrefixTree: bad tier {}", tier);
   DS_CHECK(tier >= nodes_[parent].kv_tier, "PrefixTree: device child under host parent {}", parent);
+  DS_CHECK(static_cast<int64_t>(tokens.size()) == page_tokens_, "PrefixTree: {} token ids for a page of {}",
+           tokens.size(), page_tokens_);
   if (key == 0 || by_key_.find(key) >= 0) return -1;  // collision with another prefix: do not cache
   int32_t id;
   if (!free_.empty()) {
@@ -58,11 +64,21 @@ int32_t PrefixTree::add_child(int32_t parent, uint64_t key, int32_t page, int8_t
   n.kv_tier = tier;
   n.kv_version = kv_version;
   n.ckpt_version = ckpt_version;
+  if (page_tokens_ > 0) {
+    tokens_.resize(nodes_.size() * static_cast<size_t>(page_tokens_));
+    std::copy(tokens.begin(), tokens.end(), tokens_.begin() + id * page_tokens_);
+  }
   by_key_.insert(key, id);
   ++nodes_[parent].n_children;
   if (tier == 0) ++nodes_[parent].n_device_children;
   ++n_alive_;
   return id;
+}
+
+bool PrefixTree::same_tokens(int32_t node, std::span<const int32_t> tokens) const {
+  if (page_tokens_ == 0) return true;
+  return static_cast<int64_t>(tokens.size()) == page_tokens_ &&
+         std::equal(tokens.begin(), tokens.end(), tokens_.begin() + node * page_tokens_);
 }
 
 void PrefixTree::remove_leaf(int32_t node) {
@@ -96,7 +112,8 @@ void PrefixTree::set_kv_tier(int32_t node, int8_t tier) {
 }
 
 int64_t PrefixTree::memory_bytes() const {
-  return static_cast<int64_t>(nodes_.capacity() * sizeof(TreeNode) + free_.capacity() * sizeof(int32_t)) +
+  return static_cast<int64_t>(nodes_.capacity() * sizeof(TreeNode) + free_.capacity() * sizeof(int32_t) +
+                              tokens_.capacity() * sizeof(int32_t)) +
          by_key_.memory_bytes();
 }
 

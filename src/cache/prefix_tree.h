@@ -1,12 +1,14 @@
 // PrefixTree: radix tree over page-aligned token runs, one node per cached page (node at depth d
 // covers tokens [(d-1)·P, d·P)); children are found through a map from chained page key to node,
 // so match/insert cost O(pages touched). Nodes own one KV page (in one tier) and optionally one
-// checkpoint (the KDA state at the node's end position). Owns the structural invariants: keys map
-// to their nodes, child counts, depths, and "device KV is prefix-closed" (a device node's parent is
-// on the device). Locks, tiers and scores are fields the HybridCache maintains.
+// checkpoint (the KDA state at the node's end position), and keep their page's token ids, so a
+// lookup verifies the tokens and a 64-bit key collision can never serve another prefix's page. Owns the
+// structural invariants: keys map to their nodes, child counts, depths, and "device KV is prefix-closed" (a
+// device node's parent is on the device). Locks, tiers and scores are fields the HybridCache maintains.
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "cache/page_key_map.h"
@@ -41,13 +43,18 @@ static_assert(sizeof(TreeNode) == 64, "one cache line per cached page");
 class PrefixTree {
  public:
   static constexpr int32_t kRoot = 0;
-  PrefixTree();
+  // page_tokens > 0: every node stores its page's token ids (add_child must be given them).
+  explicit PrefixTree(int64_t page_tokens = 0);
 
   // Child of `parent` whose chained key is `key`, or -1.
   int32_t find_child(int32_t parent, uint64_t key) const;
   void prefetch(uint64_t key) const { by_key_.prefetch(key); }
-  // New leaf under parent (must not exist yet) owning `page` in `tier`.
-  int32_t add_child(int32_t parent, uint64_t key, int32_t page, int8_t tier);
+  // New leaf under parent owning `page` in `tier`, storing `tokens` (page_tokens ids) when the tree
+  // keeps tokens. -1 when the key is already taken (by any node): the page is not cached.
+  int32_t add_child(int32_t parent, uint64_t key, int32_t page, int8_t tier,
+                    std::span<const int32_t> tokens = {});
+  // Whether `node` holds exactly these token ids (always true when the tree keeps no tokens).
+  bool same_tokens(int32_t node, std::span<const int32_t> tokens) const;
   // Removes a childless, unlocked, checkpoint-free node (the caller freed its page).
   void remove_leaf(int32_t node);
   // Moves a node's KV between tiers, keeping parent child counts right.
@@ -63,7 +70,9 @@ class PrefixTree {
   void check_invariants() const;
 
  private:
+  int64_t page_tokens_ = 0;
   std::vector<TreeNode> nodes_;
+  std::vector<int32_t> tokens_;  // [n_slots, page_tokens]: the page's token ids of each node
   std::vector<int32_t> free_;
   PageKeyMap by_key_;
   int64_t n_alive_ = 0;

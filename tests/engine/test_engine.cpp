@@ -168,14 +168,16 @@ TEST(Engine, WallClockMovesOnItsOwn) {
 // Random streams: sessions whose turns extend each other, unrelated prompts, aborts, budgets small
 // enough to evict, demote and preempt. Every finished request must equal its cold run.
 struct StreamTotals {
-  int64_t preemptions = 0, demotions = 0, promotions = 0, dropped = 0;
+  int64_t preemptions = 0, demotions = 0, promotions = 0, dropped = 0, collisions = 0;
 };
 
 void random_stream(const std::string& retention, const std::string& eviction, int64_t device, int64_t host,
-                   uint64_t seed, StreamTotals& totals) {
+                   uint64_t seed, StreamTotals& totals, int page_hash_bits = 64) {
   EchoExecutor ex(kVocab);
   VirtualClock clock;
-  Engine engine(config(retention, device, host, eviction, 48), ex, clock);
+  EngineConfig cfg = config(retention, device, host, eviction, 48);
+  cfg.cache.page_hash_bits = page_hash_bits;
+  Engine engine(cfg, ex, clock);
   std::mt19937_64 rng(seed);
   std::vector<std::vector<int32_t>> history;  // prompts + outputs of finished requests
   RequestId next = 1;
@@ -216,6 +218,7 @@ void random_stream(const std::string& retention, const std::string& eviction, in
   totals.demotions += st.n_evictions(EvictReason::kv_demoted);
   totals.promotions += st.pages_promoted;
   totals.dropped += st.pages_dropped;
+  totals.collisions += st.hash_collisions;
 }
 
 TEST(Engine, RandomStreamsEqualTheirColdRuns) {
@@ -231,6 +234,16 @@ TEST(Engine, RandomStreamsEqualTheirColdRuns) {
   EXPECT_GT(totals.demotions, 1000);
   EXPECT_GT(totals.promotions, 100);
   EXPECT_GT(totals.dropped, 1000);
+}
+
+TEST(Engine, ForcedHashCollisionsAreComputedColdNotServed) {
+  StreamTotals totals;
+  uint64_t seed = 500;
+  for (const std::string retention : {"every-block", "semantic"}) {
+    random_stream(retention, "leaf-lru", 600, 0, ++seed, totals, 2);
+    random_stream(retention, "leaf-lru", 400, 600, ++seed, totals, 2);
+  }
+  EXPECT_GT(totals.collisions, 10);
 }
 
 TEST(Engine, RandomStreamsWithAHostTierDemoteAndPromote) {
