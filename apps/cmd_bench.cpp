@@ -8,6 +8,7 @@ void register_bench(CLI::App& app) {
   bench->require_subcommand(1);
   register_bench_forward(*bench);
   register_bench_cache(*bench);
+  register_bench_tokenizer(*bench);
 }
 
 }  // namespace ds::cli

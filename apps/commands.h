@@ -13,7 +13,8 @@ void register_logits(CLI::App& app);    // cmd_logits.cpp   — token ids -> log
 void register_generate(CLI::App& app);  // cmd_generate.cpp — greedy generation from token ids
 void register_bench(CLI::App& app);     // cmd_bench.cpp    — benchmarks (adds the bench_* below)
 
-void register_bench_forward(CLI::App& bench);  // cmd_bench_forward.cpp
-void register_bench_cache(CLI::App& bench);    // cmd_bench_cache.cpp
+void register_bench_forward(CLI::App& bench);    // cmd_bench_forward.cpp
+void register_bench_cache(CLI::App& bench);      // cmd_bench_cache.cpp
+void register_bench_tokenizer(CLI::App& bench);  // cmd_bench_tokenizer.cpp
 
 }  // namespace ds::cli
