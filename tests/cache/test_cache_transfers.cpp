@@ -61,8 +61,7 @@ TEST(CacheTokens, ManyCollisionsNeverChangeWhatAHitMeans) {
     // A hit of h tokens must mean: some earlier prompt had exactly these first h tokens.
     const CacheHit h = cache.match(p);
     bool seen = h.n_hit_tokens == 0;
-    for (const auto& q : prompts)
-      seen = seen || std::equal(p.begin(), p.begin() + h.n_hit_tokens, q.begin());
+    for (const auto& q : prompts) seen = seen || std::equal(p.begin(), p.begin() + h.n_hit_tokens, q.begin());
     EXPECT_TRUE(seen);
   }
   EXPECT_GT(cache.stats().hash_collisions, 0);
@@ -77,7 +76,7 @@ TEST(CacheTransfers, CheckpointSlotsArePlannedThenKeptOrDropped) {
   ASSERT_TRUE(a && b && cache.reserve(a->seq, 13) && cache.reserve(b->seq, 13));
   const auto pa = cache.plan_checkpoints(a->seq, 0, 13);
   const auto pb = cache.plan_checkpoints(b->seq, 0, 13);
-  ASSERT_EQ(pa.size(), 3u);  // 4, 8, 12
+  ASSERT_EQ(pa.size(), 3u);                                   // 4, 8, 12
   EXPECT_EQ(cache.stats().tiers[0].checkpoint_bytes, 6 * 4);  // charged when planned
   for (size_t i = 0; i < pa.size(); ++i) EXPECT_NE(pa[i].slot, pb[i].slot);
   cache.check_invariants();
@@ -110,7 +109,7 @@ TEST(CacheTransfers, DemotionPromotionAndRestoreAreLoggedInOrder) {
   const auto a = iota_tokens(0, 9), b = iota_tokens(100, 9);
   run_request(cache, a);
   EXPECT_TRUE(cache.take_transfers().empty());  // nothing moved yet
-  run_request(cache, b);                         // pushes a's pages and checkpoint to the host
+  run_request(cache, b);                        // pushes a's pages and checkpoint to the host
   std::vector<CacheTransfer> t = cache.take_transfers();
   int demoted_pages = 0, demoted_ckpts = 0;
   for (const CacheTransfer& x : t) {
