@@ -106,7 +106,7 @@ std::string plan_json(const MemoryPlan& p) {
   j["gpus"] = p.gpus;
   j["tp"] = p.tp;
   j["replicas"] = p.replicas;
-  j["kv_dtype"] = p.kv_dtype_bytes == 1 ? "fp8" : "bf16";
+  j["kv_dtype_bytes"] = p.kv_dtype_bytes;  // 1 = fp8, 2 = bf16
   j["total_params"] = p.total_params;
   j["active_params_per_token"] = p.active_params_per_token;
   j["weight_bytes_total"] = p.weight_bytes_total;
@@ -116,13 +116,13 @@ std::string plan_json(const MemoryPlan& p) {
                   {"activation_bytes", p.activation_bytes},
                   {"runtime_reserve_bytes", p.runtime_reserve_bytes},
                   {"cache_bytes", p.cache_bytes},
-                  {"kda_state_bytes", p.kda_state_bytes_per_gpu},
+                  {"kda_state_bytes_per_gpu", p.kda_state_bytes_per_gpu},
                   {"host_dram_bytes", p.host_dram_bytes}};
   j["fits"] = p.fits;
   j["kv_bytes_per_token"] = p.kv_bytes_per_token;
   j["kv_token_budget"] = p.kv_token_budget;
   j["kv_token_budget_per_replica"] = p.kv_token_budget_per_replica;
-  j["kda_state_bytes_per_seq"] = p.kda_state_bytes;
+  j["kda_state_bytes"] = p.kda_state_bytes;
   j["checkpoint_tokens_equiv"] = p.checkpoint_tokens_equiv;
   nlohmann::json tp = nlohmann::json::array();
   for (const KvThroughputPoint& pt : p.kv_throughput) {

@@ -300,7 +300,7 @@ RunMetrics ReplayRun::metrics() const {
   m.n_preemptions = engine_.scheduler().n_preemptions();
   const CacheStats& st = engine_.cache().stats();
   m.checkpoints_created = st.checkpoints_created;
-  m.checkpoints_evicted = st.checkpoints_dropped;  // left the cache for good (alone or with KV)
+  m.checkpoints_dropped = st.checkpoints_dropped;  // left the cache for good (alone or with KV)
   m.peak_bytes_by_kind = peak_;
   return m;
 }

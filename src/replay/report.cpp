@@ -14,42 +14,47 @@
 namespace ds {
 namespace {
 
+// Every scalar field of RunMetrics in report order. JSON keys and CSV columns are the field names
+// themselves (the stringified member), so a report key always equals the field it prints.
+// clang-format off
+#define DS_RUN_METRICS_SCALARS(X)                                                                  \
+  X(label) X(concurrency) X(retention) X(eviction) X(tiers) X(gpus) X(kv_budget_tokens)          \
+  X(theoretical_hit_rate) X(realized_hit_rate) X(kv_reachable_rate)                              \
+  X(n_prompt_tokens) X(n_hit_tokens) X(n_kv_reachable_tokens) X(n_theoretical_hit_tokens)        \
+  X(ttft_p50_s) X(ttft_p90_s) X(ttft_p99_s) X(tpot_p50_s)                                        \
+  X(interactivity_tok_s) X(output_tok_s_per_gpu) X(elapsed_virtual_s)                            \
+  X(n_requests) X(n_warmup_requests) X(n_rejected) X(n_output_tokens) X(n_steps) X(n_preemptions) \
+  X(checkpoints_created) X(checkpoints_dropped)
+// clang-format on
+
 nlohmann::ordered_json run_json(const RunMetrics& r) {
   nlohmann::ordered_json j;
-  j["label"] = r.label;
-  j["concurrency"] = r.concurrency;
-  j["retention"] = r.retention;
-  j["eviction"] = r.eviction;
-  j["tiers"] = r.tiers;
-  j["gpus"] = r.gpus;
-  j["kv_budget_tokens"] = r.kv_budget_tokens;
-  j["theoretical_hit_rate"] = r.theoretical_hit_rate;
-  j["realized_hit_rate"] = r.realized_hit_rate;
-  j["kv_reachable_rate"] = r.kv_reachable_rate;
+#define DS_JSON_FIELD(f) j[#f] = r.f;
+  DS_RUN_METRICS_SCALARS(DS_JSON_FIELD)
+#undef DS_JSON_FIELD
   j["hit_rate_by_tier"] = nlohmann::ordered_json::object();
   for (const auto& [tier, rate] : r.hit_rate_by_tier) j["hit_rate_by_tier"][tier] = rate;
-  j["prompt_tokens"] = r.n_prompt_tokens;
-  j["state_reachable_tokens"] = r.n_hit_tokens;
-  j["kv_reachable_tokens"] = r.n_kv_reachable_tokens;
-  j["theoretical_hit_tokens"] = r.n_theoretical_hit_tokens;
-  j["ttft_p50_s"] = r.ttft_p50_s;
-  j["ttft_p90_s"] = r.ttft_p90_s;
-  j["ttft_p99_s"] = r.ttft_p99_s;
-  j["tpot_p50_s"] = r.tpot_p50_s;
-  j["interactivity_tok_s"] = r.interactivity_tok_s;
-  j["output_tok_s_per_gpu"] = r.output_tok_s_per_gpu;
-  j["elapsed_virtual_s"] = r.elapsed_virtual_s;
-  j["requests"] = r.n_requests;
-  j["warmup_requests"] = r.n_warmup_requests;
-  j["rejected_requests"] = r.n_rejected;
-  j["output_tokens"] = r.n_output_tokens;
-  j["steps"] = r.n_steps;
-  j["preemptions"] = r.n_preemptions;
-  j["checkpoints_created"] = r.checkpoints_created;
-  j["checkpoints_evicted"] = r.checkpoints_evicted;
   j["peak_bytes_by_kind"] = nlohmann::ordered_json::object();
   for (const auto& [kind, bytes] : r.peak_bytes_by_kind) j["peak_bytes_by_kind"][kind] = bytes;
   return j;
+}
+
+// One CSV cell: numbers as they are (doubles with 6 decimals), text quoted when it holds a comma or
+// a quote (quotes doubled, RFC 4180).
+std::string csv_cell(const std::string& v) {
+  if (v.find_first_of(",\"\n") == std::string::npos) return v;
+  std::string out = "\"";
+  for (char c : v) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+std::string csv_cell(double v) {
+  return fmt::format("{:.6f}", v);
+}
+std::string csv_cell(int64_t v) {
+  return std::to_string(v);
+}
+std::string csv_cell(int v) {
+  return std::to_string(v);
 }
 
 std::string pct(double rate) {
@@ -80,30 +85,32 @@ std::string runs_json(const std::vector<RunMetrics>& runs) {
 }
 
 std::string runs_csv(const std::vector<RunMetrics>& runs) {
-  std::set<std::string> tiers;
-  for (const auto& r : runs)
-    for (const auto& [t, _] : r.hit_rate_by_tier) tiers.insert(t);
-  std::string out =
-      "label,concurrency,retention,eviction,tiers,gpus,kv_budget_tokens,theoretical_hit_rate,"
-      "realized_hit_rate,kv_reachable_rate";
-  for (const auto& t : tiers) out += ",hit_rate_" + t;
-  out +=
-      ",prompt_tokens,state_reachable_tokens,kv_reachable_tokens,ttft_p50_s,ttft_p90_s,"
-      "ttft_p99_s,tpot_p50_s,interactivity_tok_s,output_tok_s_per_gpu,elapsed_virtual_s,requests,"
-      "output_tokens,steps,preemptions,checkpoints_created,checkpoints_evicted\n";
+  std::set<std::string> tiers, kinds;
   for (const auto& r : runs) {
-    out += fmt::format("{},{},{},{},\"{}\",{},{},{:.6f},{:.6f},{:.6f}", r.label, r.concurrency, r.retention,
-                       r.eviction, r.tiers, r.gpus, r.kv_budget_tokens, r.theoretical_hit_rate,
-                       r.realized_hit_rate, r.kv_reachable_rate);
+    for (const auto& [t, _] : r.hit_rate_by_tier) tiers.insert(t);
+    for (const auto& [k, _] : r.peak_bytes_by_kind) kinds.insert(k);
+  }
+  std::string out;
+#define DS_CSV_NAME(f) out += (out.empty() ? "" : ",") + std::string(#f);
+  DS_RUN_METRICS_SCALARS(DS_CSV_NAME)
+#undef DS_CSV_NAME
+  for (const auto& t : tiers) out += ",hit_rate_by_tier." + t;
+  for (const auto& k : kinds) out += ",peak_bytes_by_kind." + k;
+  out += "\n";
+  for (const auto& r : runs) {
+    std::string line;
+#define DS_CSV_VALUE(f) line += (line.empty() ? "" : ",") + csv_cell(r.f);
+    DS_RUN_METRICS_SCALARS(DS_CSV_VALUE)
+#undef DS_CSV_VALUE
     for (const auto& t : tiers) {
       auto it = r.hit_rate_by_tier.find(t);
-      out += fmt::format(",{:.6f}", it == r.hit_rate_by_tier.end() ? 0.0 : it->second);
+      line += "," + csv_cell(it == r.hit_rate_by_tier.end() ? 0.0 : it->second);
     }
-    out += fmt::format(",{},{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.3f},{:.3f},{:.3f},{},{},{},{},{},{}\n",
-                       r.n_prompt_tokens, r.n_hit_tokens, r.n_kv_reachable_tokens, r.ttft_p50_s, r.ttft_p90_s,
-                       r.ttft_p99_s, r.tpot_p50_s, r.interactivity_tok_s, r.output_tok_s_per_gpu,
-                       r.elapsed_virtual_s, r.n_requests, r.n_output_tokens, r.n_steps, r.n_preemptions,
-                       r.checkpoints_created, r.checkpoints_evicted);
+    for (const auto& k : kinds) {
+      auto it = r.peak_bytes_by_kind.find(k);
+      line += "," + csv_cell(it == r.peak_bytes_by_kind.end() ? int64_t{0} : it->second);
+    }
+    out += line + "\n";
   }
   return out;
 }
@@ -122,7 +129,7 @@ std::string runs_table(const std::vector<RunMetrics>& runs) {
         "{:>7.1f} {:>6} {:>6} {:>5} {:>7.0f}\n",
         r.label, r.concurrency, pct(r.theoretical_hit_rate), pct(r.realized_hit_rate),
         pct(r.kv_reachable_rate), pct(hbm), pct(host), r.ttft_p50_s, r.ttft_p90_s, r.ttft_p99_s, r.tpot_p50_s,
-        r.output_tok_s_per_gpu, r.interactivity_tok_s, r.checkpoints_created, r.checkpoints_evicted,
+        r.output_tok_s_per_gpu, r.interactivity_tok_s, r.checkpoints_created, r.checkpoints_dropped,
         r.n_preemptions, r.elapsed_virtual_s);
   }
   return out;

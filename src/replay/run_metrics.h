@@ -45,7 +45,7 @@ struct RunMetrics {
   int64_t n_steps = 0;
   int64_t n_preemptions = 0;
   int64_t checkpoints_created = 0;
-  int64_t checkpoints_evicted = 0;
+  int64_t checkpoints_dropped = 0;
   std::map<std::string, int64_t> peak_bytes_by_kind;  // "kv", "checkpoint", "live_state", "host"
 };
 

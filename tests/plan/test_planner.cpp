@@ -33,7 +33,9 @@ TEST(Planner, JsonCarriesTheBudget) {
   const MemoryPlan p = make_plan(ModelProfile::load("kimi-k3"), HardwareProfile::load("b300"), PlanOptions{});
   const nlohmann::json j = nlohmann::json::parse(plan_json(p));
   EXPECT_EQ(j.at("kv_token_budget").get<int64_t>(), p.kv_token_budget);
-  EXPECT_EQ(j.at("kv_dtype"), "fp8");
+  EXPECT_EQ(j.at("kv_dtype_bytes"), 1);
+  EXPECT_EQ(j.at("kda_state_bytes").get<int64_t>(), p.kda_state_bytes);
+  EXPECT_EQ(j.at("per_gpu").at("kda_state_bytes_per_gpu").get<double>(), p.kda_state_bytes_per_gpu);
   EXPECT_EQ(j.at("kv_throughput").size(), 3u);
   EXPECT_TRUE(j.at("fits").get<bool>());
   EXPECT_NE(plan_table(p).find("KV token budget"), std::string::npos);

@@ -43,7 +43,7 @@ TEST(Replay, UnboundedEveryBlockRealizesTheTheoreticalHitRate) {
       EXPECT_LE(m.n_hit_tokens, m.n_theoretical_hit_tokens);
     }
     EXPECT_EQ(m.n_kv_reachable_tokens, m.n_hit_tokens);  // a checkpoint on every page
-    EXPECT_EQ(m.checkpoints_evicted, 0);
+    EXPECT_EQ(m.checkpoints_dropped, 0);
     EXPECT_EQ(m.n_preemptions, 0);
   }
 }

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "replay/report.h"
 #include "replay/svg_plot.h"
@@ -60,8 +61,30 @@ TEST(Report, CsvHasAHeaderAndOneLinePerRun) {
   std::string csv = runs_csv(two_runs());
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 3);
   EXPECT_EQ(csv.rfind("label,concurrency,", 0), 0u);
-  EXPECT_NE(csv.find("hit_rate_dram"), std::string::npos);
+  EXPECT_NE(csv.find("hit_rate_by_tier.dram"), std::string::npos);
   EXPECT_NE(csv.find("\"hbm,dram\""), std::string::npos);
+}
+
+TEST(Report, JsonKeysAndCsvColumnsAreTheFieldNames) {
+  const auto runs = two_runs();
+  const auto run = nlohmann::json::parse(runs_json(runs))["runs"][0];
+  for (const char* key :
+       {"n_prompt_tokens", "n_hit_tokens", "n_kv_reachable_tokens", "n_theoretical_hit_tokens", "n_requests",
+        "n_warmup_requests", "n_rejected", "n_output_tokens", "n_steps", "n_preemptions",
+        "checkpoints_created", "checkpoints_dropped", "peak_bytes_by_kind"})
+    EXPECT_TRUE(run.contains(key)) << key;
+  EXPECT_FALSE(run.contains("state_reachable_tokens"));
+  EXPECT_EQ(run["n_hit_tokens"].get<int64_t>(), runs[0].n_hit_tokens);
+  const std::string csv = runs_csv(runs);
+  std::stringstream header(csv.substr(0, csv.find('\n')));
+  std::string column;
+  int n_columns = 0;
+  while (std::getline(header, column, ',')) {
+    ++n_columns;
+    const std::string field = column.substr(0, column.find('.'));  // hit_rate_by_tier.<tier>
+    EXPECT_TRUE(run.contains(field)) << column;
+  }
+  EXPECT_GT(n_columns, 25);
 }
 
 TEST(Report, TablesAndPlots) {
