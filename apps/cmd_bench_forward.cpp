@@ -22,6 +22,7 @@
 #include "core/check.h"
 #include "core/dtype.h"
 #include "core/hash.h"
+#include "kernels/cpu/cpu_isa.h"
 #include "kernels/cpu/kda.h"
 #include "kernels/cpu/linear.h"
 #include "kernels/cpu/norm.h"
@@ -437,8 +438,9 @@ void run_bench_forward(const BenchArgs& a) {
   for (int B : a.batches) DS_CHECK(B >= 1, "--batch sizes must be >= 1, got {}", B);
   DS_CHECK(a.decode_steps >= 1 && a.context >= 1, "--decode-steps and --context must be >= 1");
   fmt::print(
-      "bench forward: {} OpenMP threads, load average {} at start; floors: {:.0f} GB/s, {:.0f} GFLOP/s\n",
-      omp_get_max_threads(), load_average(), a.bw_gbs, a.peak_gflops);
+      "bench forward: {} OpenMP threads, {} kernels, load average {} at start; floors: {:.0f} GB/s, {:.0f} "
+      "GFLOP/s\n",
+      omp_get_max_threads(), cpu_isa_name(cpu_isa_active()), load_average(), a.bw_gbs, a.peak_gflops);
   if (a.kernels) bench_kernels(a);
   if (!a.skip_tiny) bench_model("tiny", a.model, a);
   if (!a.skip_small) {

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The test command: set-up, build, every unit/golden/property test, then each fuzz target briefly.
+# The test command: set-up, build, every unit/golden/property test, the kernel tests of a portable
+# build (-DDS_NATIVE=OFF) on every instruction-set path, then each fuzz target briefly.
 # Ends with one summary line "tests: N passed, N failed".
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,9 +10,12 @@ bash scripts/check_layers.sh
 log=build/ctest.log
 status=0
 ctest --test-dir build --output-on-failure -j"$(nproc)" 2>&1 | tee "$log" || status=$?
+bash scripts/test_portable.sh 2>&1 | tee build/portable.log || status=1
 bash scripts/fuzz.sh "${DS_FUZZ_SECONDS:-20}"
 summary=$(grep -E "tests passed, [0-9]+ tests failed out of [0-9]+" "$log" | tail -1)
 total=$(sed -E 's/.* out of ([0-9]+).*/\1/' <<<"$summary")
 failed=$(sed -E 's/.* ([0-9]+) tests failed.*/\1/' <<<"$summary")
-echo "tests: $((total - failed)) passed, $failed failed"
+read -r p_passed p_failed < <(sed -nE 's/^portable: ([0-9]+) passed, ([0-9]+) failed/\1 \2/p' build/portable.log)
+: "${p_passed:=0}" "${p_failed:=1}"
+echo "tests: $((total - failed + p_passed)) passed, $((failed + p_failed)) failed"
 exit "$status"

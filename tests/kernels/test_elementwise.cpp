@@ -1,4 +1,5 @@
-// Norms, activations, softmax and argmax against hand-computed values.
+// Norms, activations, softmax and argmax against hand-computed values, and the vectorised norms and
+// activations against plain per-element loops on lengths around every vector width.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -54,6 +55,58 @@ TEST(Activation, Values) {
   EXPECT_FLOAT_EQ(y[1], siluf(-1.0f) * 3.0f);
   sigmoid(g.data(), 2, y.data());
   EXPECT_FLOAT_EQ(y[0], 1.0f / (1.0f + std::exp(-1.0f)));
+}
+
+// Lengths that exercise full vectors, tails and single lanes for 8- and 16-lane paths.
+constexpr int64_t kAwkward[] = {1, 7, 8, 9, 15, 16, 17, 31, 33, 100, 1000};
+
+TEST(Activation, ArrayFormsMatchScalarOnAwkwardLengths) {
+  for (int64_t n : kAwkward) {
+    SCOPED_TRACE(n);
+    const auto x = test::randn(size_t(n), uint32_t(n), 4.0f), u = test::randn(size_t(n), uint32_t(n + 1));
+    std::vector<float> y(static_cast<size_t>(n) + 1, 7.0f), ref(static_cast<size_t>(n));
+    silu(x.data(), n, y.data());
+    for (int64_t i = 0; i < n; ++i) ref[size_t(i)] = siluf(x[size_t(i)]);
+    EXPECT_LE(test::max_scaled_err(y.data(), ref.data(), size_t(n), 1e-7, 2e-6), 1.0);
+    EXPECT_EQ(y[size_t(n)], 7.0f);  // nothing written past n
+    sigmoid(x.data(), n, y.data());
+    for (int64_t i = 0; i < n; ++i) ref[size_t(i)] = sigmoidf(x[size_t(i)]);
+    EXPECT_LE(test::max_scaled_err(y.data(), ref.data(), size_t(n), 1e-7, 2e-6), 1.0);
+    silu_mul(x.data(), u.data(), n, y.data());
+    for (int64_t i = 0; i < n; ++i) ref[size_t(i)] = siluf(x[size_t(i)]) * u[size_t(i)];
+    EXPECT_LE(test::max_scaled_err(y.data(), ref.data(), size_t(n), 1e-7, 2e-6), 1.0);
+    EXPECT_EQ(y[size_t(n)], 7.0f);
+  }
+}
+
+TEST(Norm, VectorFormsMatchScalarOnAwkwardLengths) {
+  for (int64_t dim : kAwkward) {
+    SCOPED_TRACE(dim);
+    const int64_t rows = 3;
+    const size_t n = size_t(rows * dim);
+    const auto x = test::randn(n, uint32_t(dim), 2.0f), gate = test::randn(n, uint32_t(dim + 1));
+    const auto w = test::randn(size_t(dim), uint32_t(dim + 2));
+    // Per row, in double: 1 / sqrt(mean x² + eps) and 1 / sqrt(Σ x²).
+    std::vector<double> inv(static_cast<size_t>(rows)), inv_l2(static_cast<size_t>(rows));
+    const float eps = 1e-5f;
+    for (int64_t r = 0; r < rows; ++r) {
+      double ss = 0;
+      for (int64_t i = 0; i < dim; ++i) ss += double(x[size_t(r * dim + i)]) * x[size_t(r * dim + i)];
+      inv[size_t(r)] = 1.0 / std::sqrt(ss / double(dim) + eps);
+      inv_l2[size_t(r)] = 1.0 / std::sqrt(ss);
+    }
+    std::vector<float> y(n), ref(n);
+    rmsnorm(x.data(), rows, dim, w.data(), eps, y.data());
+    for (size_t i = 0; i < n; ++i) ref[i] = float(x[i] * inv[i / size_t(dim)] * w[i % size_t(dim)]);
+    EXPECT_LE(test::max_scaled_err(y.data(), ref.data(), n, 1e-6, 1e-5), 1.0);
+    rmsnorm_gated_sigmoid(x.data(), gate.data(), rows, dim, w.data(), eps, y.data());
+    for (size_t i = 0; i < n; ++i) ref[i] *= sigmoidf(gate[i]);
+    EXPECT_LE(test::max_scaled_err(y.data(), ref.data(), n, 1e-6, 1e-5), 1.0);
+    std::vector<float> z = x;
+    l2norm_rows(z.data(), rows, dim, 0.0f);
+    for (size_t i = 0; i < n; ++i) ref[i] = float(x[i] * inv_l2[i / size_t(dim)]);
+    EXPECT_LE(test::max_scaled_err(z.data(), ref.data(), n, 1e-6, 1e-5), 1.0);
+  }
 }
 
 TEST(Softmax, StableAndNormalised) {

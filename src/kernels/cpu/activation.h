@@ -18,6 +18,9 @@ inline float softplusf(float x) {
   return x > 20.0f ? x : std::log1p(std::exp(x));
 }
 
+// y = exp(x), about 1 ulp on [-104, 88.7]; inputs outside are clamped to it (so exp(-inf) = 0,
+// exp(+inf) = 3.3e38) and NaN gives 0. Used by the KDA gates and softmax kernels.
+void exp_array(const float* x, int64_t n, float* y);
 void silu(const float* x, int64_t n, float* y);
 void sigmoid(const float* x, int64_t n, float* y);
 void softplus(const float* x, int64_t n, float* y);

@@ -5,8 +5,7 @@
 #include <vector>
 
 #include "core/check.h"
-#include "kernels/cpu/simd.h"
-#include "kernels/cpu/small_gemm.h"
+#include "kernels/cpu/isa/kernel_table.h"
 
 namespace ds {
 
@@ -19,33 +18,6 @@ void check_attn(const AttnDims& d, int64_t qs, int64_t ks, int64_t vs, int64_t o
            "attention: bad dims n_q={} n_kv={} H={} Dk={} Dv={}", d.n_q, d.n_kv, d.H, d.Dk, d.Dv);
   DS_CHECK(qs >= d.H * d.Dk && ks >= d.H * d.Dk && vs >= d.H * d.Dv && os >= d.H * d.Dv,
            "attention: row strides q={} k={} v={} o={} below the head widths", qs, ks, vs, os);
-}
-
-// Rows [i0, i0 + m) of one head: scores [m, nk] -> probabilities -> o rows.
-void attend_block(const AttnDims& d, int64_t h, int64_t i0, int64_t m, const float* q, int64_t qs,
-                  const float* Kt /* [Dk, n_kv] of head h */, const float* v, int64_t vs, float scale,
-                  float* o, int64_t os, std::vector<float>& P) {
-  const int64_t past = d.n_kv - d.n_q;
-  const int64_t nk = past + i0 + m;  // keys visible to the last row of the block
-  P.resize(size_t(m * nk));
-  small_gemm(m, nk, d.Dk, scale, q + i0 * qs + h * d.Dk, qs, Kt, d.n_kv, 0.0f, P.data(), nk);
-  for (int64_t r = 0; r < m; ++r) {
-    float* p = P.data() + r * nk;
-    const int64_t visible = past + i0 + r + 1;
-    float mx = p[0];
-    for (int64_t j = 1; j < visible; ++j) mx = std::max(mx, p[j]);
-    float sum = 0.0f;
-    for (int64_t j = 0; j < visible; j += 16) {
-      const __mmask16 mk = visible - j >= 16 ? __mmask16(0xffff) : simd::tail_mask(visible - j);
-      const __m512 e = simd::exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(mk, p + j), _mm512_set1_ps(mx)));
-      _mm512_mask_storeu_ps(p + j, mk, e);
-      sum += _mm512_mask_reduce_add_ps(mk, e);
-    }
-    const float inv = 1.0f / sum;
-    for (int64_t j = 0; j < visible; ++j) p[j] *= inv;
-    for (int64_t j = visible; j < nk; ++j) p[j] = 0.0f;  // causal mask
-  }
-  small_gemm(m, d.Dv, nk, 1.0f, P.data(), nk, v + h * d.Dv, vs, 0.0f, o + i0 * os + h * d.Dv, os);
 }
 
 }  // namespace
@@ -61,6 +33,7 @@ void attention_causal(const AttnDims& d, const float* q, int64_t q_stride, const
     for (int64_t j = 0; j < d.n_kv; ++j)
       for (int64_t c = 0; c < d.Dk; ++c)
         Kt[size_t((h * d.Dk + c) * d.n_kv + j)] = k[j * k_stride + h * d.Dk + c];
+  const cpu::KernelTable& kt = cpu::kernels();
   const int64_t n_blocks = (d.n_q + kQBlock - 1) / kQBlock;
   const bool parallel = d.H * n_blocks > 1 && d.n_q * d.n_kv * d.H * d.Dk >= (int64_t(1) << 16);
 #pragma omp parallel if (parallel)
@@ -71,8 +44,9 @@ void attention_causal(const AttnDims& d, const float* q, int64_t q_stride, const
     for (int64_t task = 0; task < d.H * n_blocks; ++task) {
       const int64_t b = n_blocks - 1 - task / d.H, h = task % d.H;
       const int64_t i0 = b * kQBlock, m = std::min(kQBlock, d.n_q - i0);
-      attend_block(d, h, i0, m, q, q_stride, Kt.data() + h * d.Dk * d.n_kv, v, v_stride, scale, o, o_stride,
-                   P);
+      P.resize(size_t(m * (d.n_kv - d.n_q + i0 + m)));
+      kt.attend_block(d, h, i0, m, q, q_stride, Kt.data() + h * d.Dk * d.n_kv, v, v_stride, scale, o,
+                      o_stride, P.data());
     }
   }
 }

@@ -5,7 +5,7 @@
 
 #include "core/check.h"
 #include "kernels/cpu/activation.h"
-#include "kernels/cpu/simd.h"
+#include "kernels/cpu/isa/kernel_table.h"
 
 namespace ds {
 
@@ -48,17 +48,12 @@ void short_conv_silu(const float* x, int64_t x_stride, int64_t T, int64_t C, con
     for (int64_t j = 0; j < P; ++j) hist[size_t(j * C + c)] = state[c * P + j];
   // Input row at time t' in [-P, T): the window before t = 0 comes from hist.
   auto row = [&](int64_t tp) { return tp >= 0 ? x + tp * x_stride : hist.data() + (tp + P) * C; };
+  const cpu::KernelTable& k = cpu::kernels();
 #pragma omp parallel for schedule(static) if (T * C * W >= (int64_t(1) << 18))
   for (int64_t t = 0; t < T; ++t) {
-    float* yt = y + t * y_stride;
-    for (int64_t c = 0; c < C; c += 16) {
-      const __mmask16 m = C - c >= 16 ? __mmask16(0xffff) : simd::tail_mask(C - c);
-      __m512 acc = _mm512_setzero_ps();
-      for (int64_t j = 0; j < W; ++j)
-        acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, tapsT.data() + j * C + c),
-                              _mm512_maskz_loadu_ps(m, row(t - P + j) + c), acc);
-      _mm512_mask_storeu_ps(yt + c, m, simd::silu16(acc));
-    }
+    const float* rows[16];
+    for (int64_t j = 0; j < W; ++j) rows[j] = row(t - P + j);
+    k.conv_silu_row(rows, tapsT.data(), C, W, y + t * y_stride);
   }
   // New window: the last P inputs of [hist ; x].
   for (int64_t j = 0; j < P; ++j) {

@@ -1,0 +1,35 @@
+// Internal to src/kernels/cpu/isa: one query block of causal attention for one head (the driver,
+// attention.cpp, transposes K and spreads heads × blocks over threads).
+#pragma once
+
+namespace ds::cpu::DS_ISA {
+
+// Rows [i0, i0 + m) of head h: scores [m, nk] -> probabilities -> o rows. P: scratch of
+// m · (n_kv − n_q + i0 + m) floats.
+inline void attend_block(const AttnDims& d, int64_t h, int64_t i0, int64_t m, const float* q, int64_t qs,
+                         const float* Kt /* [Dk, n_kv] of head h */, const float* v, int64_t vs, float scale,
+                         float* o, int64_t os, float* P) {
+  const int64_t past = d.n_kv - d.n_q;
+  const int64_t nk = past + i0 + m;  // keys visible to the last row of the block
+  small_gemm(m, nk, d.Dk, scale, q + i0 * qs + h * d.Dk, qs, Kt, d.n_kv, 0.0f, P, nk);
+  for (int64_t r = 0; r < m; ++r) {
+    float* p = P + r * nk;
+    const int64_t visible = past + i0 + r + 1;
+    float mx = p[0];
+    for (int64_t j = 1; j < visible; ++j) mx = std::max(mx, p[j]);
+    const vf mv = vset1(mx);
+    vf sum = vzero();
+    for (int64_t j = 0; j < visible; j += kLanes) {
+      const int64_t n = visible - j;
+      const vf e = vexp(vsub(vloadn(p + j, n), mv));  // masked-off lanes are exp(−mx) but not stored
+      vstoren(p + j, e, n);
+      sum = vadd(sum, n >= kLanes ? e : vloadn(p + j, n));
+    }
+    const float inv = 1.0f / vsum(sum);
+    scale_row(p, inv, nullptr, visible, p);
+    for (int64_t j = visible; j < nk; ++j) p[j] = 0.0f;  // causal mask
+  }
+  small_gemm(m, d.Dv, nk, 1.0f, P, nk, v + h * d.Dv, vs, 0.0f, o + i0 * os + h * d.Dv, os);
+}
+
+}  // namespace ds::cpu::DS_ISA
