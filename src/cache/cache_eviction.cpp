@@ -15,13 +15,13 @@ int64_t HybridCache::Impl::free_bytes(int tier) const {
 void HybridCache::Impl::charge(int tier, ByteKind kind, int64_t delta_bytes) {
   TierStats& t = stats.tiers[tier];
   switch (kind) {
-    case ByteKind::kv:
+    case ByteKind::Kv:
       t.kv_bytes += delta_bytes;
       break;
-    case ByteKind::checkpoint:
+    case ByteKind::Checkpoint:
       t.checkpoint_bytes += delta_bytes;
       break;
-    case ByteKind::live:
+    case ByteKind::Live:
       t.live_bytes += delta_bytes;
       break;
   }
@@ -120,18 +120,18 @@ bool HybridCache::Impl::demote_node(int32_t node) {
     return false;
   }
   TreeNode& n = tree.at(node);
-  transfers.push_back({TransferKind::page, 0, 1, n.page, host_page});
+  transfers.push_back({TransferKind::Page, 0, 1, n.page, host_page});
   pages[0].unref(n.page);
-  charge(0, ByteKind::kv, -page_bytes);
-  charge(1, ByteKind::kv, page_bytes);
+  charge(0, ByteKind::Kv, -page_bytes);
+  charge(1, ByteKind::Kv, page_bytes);
   n.page = host_page;
   tree.set_kv_tier(node, 1);
-  ++stats.evictions[static_cast<int>(EvictReason::kv_demoted)];
+  ++stats.evictions[static_cast<int>(EvictReason::KvDemoted)];
   if (move_ckpt) {
-    transfers.push_back({TransferKind::checkpoint, 0, 1, n.ckpt_slot, host_slot});
+    transfers.push_back({TransferKind::Checkpoint, 0, 1, n.ckpt_slot, host_slot});
     states[0].free_checkpoint(n.ckpt_slot);
-    charge(0, ByteKind::checkpoint, -ckpt_bytes);
-    charge(1, ByteKind::checkpoint, ckpt_bytes);
+    charge(0, ByteKind::Checkpoint, -ckpt_bytes);
+    charge(1, ByteKind::Checkpoint, ckpt_bytes);
     n.ckpt_slot = host_slot;
     n.ckpt_tier = 1;
     queue_ckpt(node);
@@ -147,10 +147,10 @@ void HybridCache::Impl::drop_node(int32_t node) {
   const int tier = n.kv_tier;
   const int32_t parent = n.parent;
   pages[tier].unref(n.page);
-  charge(tier, ByteKind::kv, -page_bytes);
+  charge(tier, ByteKind::Kv, -page_bytes);
   tree.remove_leaf(node);
   ++stats.pages_dropped;
-  ++stats.evictions[static_cast<int>(EvictReason::kv_dropped)];
+  ++stats.evictions[static_cast<int>(EvictReason::KvDropped)];
   after_child_left(parent);
 }
 
@@ -160,26 +160,26 @@ void HybridCache::Impl::evict_checkpoint(int32_t node) {
     const int32_t slot = states[1].allocate_checkpoint();
     if (slot >= 0) {
       TreeNode& m = tree.at(node);
-      transfers.push_back({TransferKind::checkpoint, 0, 1, m.ckpt_slot, slot});
+      transfers.push_back({TransferKind::Checkpoint, 0, 1, m.ckpt_slot, slot});
       states[0].free_checkpoint(m.ckpt_slot);
-      charge(0, ByteKind::checkpoint, -ckpt_bytes);
-      charge(1, ByteKind::checkpoint, ckpt_bytes);
+      charge(0, ByteKind::Checkpoint, -ckpt_bytes);
+      charge(1, ByteKind::Checkpoint, ckpt_bytes);
       m.ckpt_slot = slot;
       m.ckpt_tier = 1;
-      ++stats.evictions[static_cast<int>(EvictReason::checkpoint_demoted)];
+      ++stats.evictions[static_cast<int>(EvictReason::CheckpointDemoted)];
       queue_ckpt(node);
       return;
     }
   }
   drop_checkpoint(node);
-  ++stats.evictions[static_cast<int>(EvictReason::checkpoint_dropped)];
+  ++stats.evictions[static_cast<int>(EvictReason::CheckpointDropped)];
   queue_kv(node);  // its KV-leaf score lost the checkpoint's value
 }
 
 void HybridCache::Impl::drop_checkpoint(int32_t node) {
   TreeNode& n = tree.at(node);
   states[n.ckpt_tier].free_checkpoint(n.ckpt_slot);
-  charge(n.ckpt_tier, ByteKind::checkpoint, -ckpt_bytes);
+  charge(n.ckpt_tier, ByteKind::Checkpoint, -ckpt_bytes);
   n.ckpt_slot = -1;
   n.ckpt_tier = -1;
   n.ckpt_value = 0;

@@ -6,15 +6,15 @@ namespace ds {
 
 const char* to_string(EvictReason reason) {
   switch (reason) {
-    case EvictReason::kv_demoted:
+    case EvictReason::KvDemoted:
       return "kv-demoted";
-    case EvictReason::kv_dropped:
+    case EvictReason::KvDropped:
       return "kv-dropped";
-    case EvictReason::checkpoint_demoted:
+    case EvictReason::CheckpointDemoted:
       return "checkpoint-demoted";
-    case EvictReason::checkpoint_dropped:
+    case EvictReason::CheckpointDropped:
       return "checkpoint-dropped";
-    case EvictReason::count:
+    case EvictReason::Count:
       break;
   }
   return "?";
@@ -22,11 +22,11 @@ const char* to_string(EvictReason reason) {
 
 const char* to_string(TransferKind kind) {
   switch (kind) {
-    case TransferKind::page:
+    case TransferKind::Page:
       return "page";
-    case TransferKind::checkpoint:
+    case TransferKind::Checkpoint:
       return "checkpoint";
-    case TransferKind::restore:
+    case TransferKind::Restore:
       return "restore";
   }
   return "?";

@@ -11,11 +11,11 @@ constexpr int kMaxTiers = 2;  // device, host (a third tier is designed for, not
 
 // Why an entry left a tier.
 enum class EvictReason : uint8_t {
-  kv_demoted,          // KV page (and its checkpoint) moved device -> host
-  kv_dropped,          // KV page (and its checkpoint) dropped
-  checkpoint_demoted,  // checkpoint alone moved device -> host (KV kept)
-  checkpoint_dropped,  // checkpoint alone dropped (KV kept)
-  count
+  KvDemoted,          // KV page (and its checkpoint) moved device -> host
+  KvDropped,          // KV page (and its checkpoint) dropped
+  CheckpointDemoted,  // checkpoint alone moved device -> host (KV kept)
+  CheckpointDropped,  // checkpoint alone dropped (KV kept)
+  Count
 };
 const char* to_string(EvictReason reason);
 
@@ -49,7 +49,7 @@ struct CacheStats {
   int64_t failed_admissions = 0;
   int64_t hash_collisions = 0;  // page keys that matched a node with other token ids (miss / not cached)
 
-  std::array<int64_t, static_cast<int>(EvictReason::count)> evictions{};  // by reason
+  std::array<int64_t, static_cast<int>(EvictReason::Count)> evictions{};  // by reason
   std::array<TierStats, kMaxTiers> tiers{};
 
   int64_t n_evictions(EvictReason r) const { return evictions[static_cast<int>(r)]; }

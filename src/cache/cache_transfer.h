@@ -10,14 +10,14 @@
 namespace ds {
 
 enum class TransferKind : uint8_t {
-  page,        // KV page: tier src_tier page `src` -> tier dst_tier page `dst` (all MLA layers)
-  checkpoint,  // checkpoint slot `src` of src_tier -> checkpoint slot `dst` of dst_tier
-  restore,     // checkpoint slot `src` of src_tier -> live-state slot `dst` (device)
+  Page,        // KV page: tier src_tier page `src` -> tier dst_tier page `dst` (all MLA layers)
+  Checkpoint,  // checkpoint slot `src` of src_tier -> checkpoint slot `dst` of dst_tier
+  Restore,     // checkpoint slot `src` of src_tier -> live-state slot `dst` (device)
 };
 const char* to_string(TransferKind kind);
 
 struct CacheTransfer {
-  TransferKind kind = TransferKind::page;
+  TransferKind kind = TransferKind::Page;
   int8_t src_tier = 0;  // 0 device, 1 host
   int8_t dst_tier = 0;
   int32_t src = -1;  // page id or checkpoint slot in src_tier

@@ -124,7 +124,7 @@ void HybridCache::Impl::insert_pages(CacheSeq& s, std::span<const int32_t> token
     if (node >= 0 && tree.at(node).kv_tier == 1) {
       TreeNode& n = tree.at(node);
       pages[1].unref(n.page);
-      charge(1, ByteKind::kv, -page_bytes);
+      charge(1, ByteKind::Kv, -page_bytes);
       n.page = page;
       pages[0].ref(page);
       tree.set_kv_tier(node, 0);
@@ -149,13 +149,13 @@ void HybridCache::Impl::insert_pages(CacheSeq& s, std::span<const int32_t> token
 int32_t HybridCache::Impl::allocate_checkpoint_slot() {
   if (free_bytes(0) < ckpt_bytes && !make_room(0, ckpt_bytes)) return -1;
   const int32_t slot = states[0].allocate_checkpoint();
-  if (slot >= 0) charge(0, ByteKind::checkpoint, ckpt_bytes);
+  if (slot >= 0) charge(0, ByteKind::Checkpoint, ckpt_bytes);
   return slot;
 }
 
 void HybridCache::Impl::free_checkpoint_slot(int32_t slot) {
   states[0].free_checkpoint(slot);
-  charge(0, ByteKind::checkpoint, -ckpt_bytes);
+  charge(0, ByteKind::Checkpoint, -ckpt_bytes);
 }
 
 // Gives a written device checkpoint slot (bytes already charged) to `node`.
@@ -200,11 +200,11 @@ void HybridCache::Impl::release(SeqId id) {
     if (--n.lock_count == 0) queue_kv(*it);
   }
   for (int32_t p : s.pages)
-    if (pages[0].unref(p)) charge(0, ByteKind::kv, -page_bytes);
+    if (pages[0].unref(p)) charge(0, ByteKind::Kv, -page_bytes);
   for (const PendingCheckpoint& c : s.pending) free_checkpoint_slot(c.slot);
   if (s.decode_end.slot >= 0) free_checkpoint_slot(s.decode_end.slot);
   states[0].free_live(s.live_slot);
-  charge(0, ByteKind::live, -live_bytes);
+  charge(0, ByteKind::Live, -live_bytes);
   seqs.erase(id);
 }
 
@@ -254,7 +254,7 @@ std::optional<Admission> HybridCache::admit(std::span<const int32_t> prompt) {
     ++m.stats.failed_admissions;
     return std::nullopt;
   }
-  m.charge(0, ByteKind::live, m.live_bytes);
+  m.charge(0, ByteKind::Live, m.live_bytes);
   const SeqId id = m.next_seq++;
   CacheSeq& s = m.seqs[id];
   s.prompt_tokens = static_cast<int64_t>(prompt.size());
@@ -268,10 +268,10 @@ std::optional<Admission> HybridCache::admit(std::span<const int32_t> prompt) {
     if (n.kv_tier == 1) {  // promote: device page in, host page out (room was made above)
       const int32_t page = m.pages[0].allocate();
       DS_CHECK(page >= 0, "cache: device page pool exhausted while promoting node {}", node);
-      m.charge(0, ByteKind::kv, m.page_bytes);
-      m.transfers.push_back({TransferKind::page, 1, 0, n.page, page});
+      m.charge(0, ByteKind::Kv, m.page_bytes);
+      m.transfers.push_back({TransferKind::Page, 1, 0, n.page, page});
       m.pages[1].unref(n.page);
-      m.charge(1, ByteKind::kv, -m.page_bytes);
+      m.charge(1, ByteKind::Kv, -m.page_bytes);
       n.page = page;
       m.tree.set_kv_tier(node, 0);
       ++m.stats.pages_promoted;
@@ -284,7 +284,7 @@ std::optional<Admission> HybridCache::admit(std::span<const int32_t> prompt) {
   if (hit_node >= 0) {
     const TreeNode& h = m.tree.at(hit_node);
     adm.restore_from = CheckpointRef{h.ckpt_tier, h.ckpt_slot};
-    m.transfers.push_back({TransferKind::restore, h.ckpt_tier, 0, h.ckpt_slot, slot});
+    m.transfers.push_back({TransferKind::Restore, h.ckpt_tier, 0, h.ckpt_slot, slot});
     ++m.stats.checkpoints_used;
     m.tree.at(hit_node).ckpt_access = m.tick;
     m.queue_ckpt(hit_node);
@@ -321,7 +321,7 @@ bool HybridCache::reserve(SeqId seq, int64_t n_tokens_total) {
       DS_CHECK(page >= 0, "cache: device page pool exhausted for sequence {}", seq);
       s2.pages.push_back(page);
     }
-    m.charge(0, ByteKind::kv, need);
+    m.charge(0, ByteKind::Kv, need);
   }
   CacheSeq& s3 = m.seq_at(seq);
   s3.reserved_tokens = std::max(s3.reserved_tokens, n_tokens_total);

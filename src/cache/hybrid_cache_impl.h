@@ -19,14 +19,14 @@
 
 namespace ds {
 
-enum class ByteKind : uint8_t { kv, checkpoint, live };
+enum class ByteKind : uint8_t { Kv, Checkpoint, Live };
 
 // A device checkpoint slot a sequence holds between plan_checkpoints() and commit()/finish(): the
 // forward pass writes the state at `position` into it.
 struct PendingCheckpoint {
   int64_t position = 0;
   int32_t slot = -1;
-  CheckpointReason reason = CheckpointReason::block;
+  CheckpointReason reason = CheckpointReason::Block;
 };
 
 // One admitted sequence. path[i] is the tree node of page i (locked by this sequence); pages[i]
@@ -44,7 +44,7 @@ struct CacheSeq {
   std::vector<int32_t> pages;              // device page ids
   std::vector<int32_t> path;               // tree nodes, one per committed page
   std::vector<PendingCheckpoint> pending;  // planned, not yet committed (ascending positions)
-  PendingCheckpoint decode_end{0, -1, CheckpointReason::decode_end};  // semantic: latest boundary
+  PendingCheckpoint decode_end{0, -1, CheckpointReason::DecodeEnd};  // semantic: latest boundary
 };
 
 // Result of walking a prompt down the tree.

@@ -9,15 +9,15 @@ namespace ds {
 
 const char* to_string(CheckpointReason reason) {
   switch (reason) {
-    case CheckpointReason::block:
+    case CheckpointReason::Block:
       return "block";
-    case CheckpointReason::interval:
+    case CheckpointReason::Interval:
       return "interval";
-    case CheckpointReason::prompt_end:
+    case CheckpointReason::PromptEnd:
       return "prompt-end";
-    case CheckpointReason::branch:
+    case CheckpointReason::Branch:
       return "branch";
-    case CheckpointReason::decode_end:
+    case CheckpointReason::DecodeEnd:
       return "decode-end";
   }
   return "?";

@@ -15,7 +15,7 @@
 
 namespace ds {
 
-enum class CheckpointReason : uint8_t { block, interval, prompt_end, branch, decode_end };
+enum class CheckpointReason : uint8_t { Block, Interval, PromptEnd, Branch, DecodeEnd };
 const char* to_string(CheckpointReason reason);
 
 struct TreeNode {
@@ -26,7 +26,7 @@ struct TreeNode {
   int32_t ckpt_slot = -1;  // checkpoint slot in tier ckpt_tier's StatePool; -1 = none
   int8_t kv_tier = -1;     // 0 device, 1 host; -1 = free node
   int8_t ckpt_tier = -1;   // >= kv_tier when a checkpoint exists
-  CheckpointReason ckpt_reason = CheckpointReason::block;
+  CheckpointReason ckpt_reason = CheckpointReason::Block;
   int32_t n_children = 0;
   int32_t n_device_children = 0;
   int32_t lock_count = 0;   // running sequences whose path contains this node

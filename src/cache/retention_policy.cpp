@@ -22,9 +22,9 @@ class EveryBlock final : public RetentionPolicy {
   void wanted(const RetentionContext& ctx, int64_t begin, int64_t end,
               std::vector<WantedCheckpoint>& out) const override {
     for (int64_t p = (begin / ctx.page_tokens + 1) * ctx.page_tokens; p <= end; p += ctx.page_tokens)
-      out.push_back({p, CheckpointReason::block});
+      out.push_back({p, CheckpointReason::Block});
   }
-  bool allows(CheckpointReason r, int64_t) const override { return r == CheckpointReason::block; }
+  bool allows(CheckpointReason r, int64_t) const override { return r == CheckpointReason::Block; }
 };
 
 class Interval final : public RetentionPolicy {
@@ -37,15 +37,15 @@ class Interval final : public RetentionPolicy {
     bool pe_done = pe % n_ == 0;  // a prompt end on the interval grid is listed once, as interval
     for (int64_t p = (begin / n_ + 1) * n_; p <= end; p += n_) {
       if (!pe_done && pe < p) {
-        push_if_in(out, pe, begin, end, CheckpointReason::prompt_end);
+        push_if_in(out, pe, begin, end, CheckpointReason::PromptEnd);
         pe_done = true;
       }
-      out.push_back({p, CheckpointReason::interval});
+      out.push_back({p, CheckpointReason::Interval});
     }
-    if (!pe_done) push_if_in(out, pe, begin, end, CheckpointReason::prompt_end);
+    if (!pe_done) push_if_in(out, pe, begin, end, CheckpointReason::PromptEnd);
   }
   bool allows(CheckpointReason r, int64_t p) const override {
-    return (r == CheckpointReason::interval && p % n_ == 0) || r == CheckpointReason::prompt_end;
+    return (r == CheckpointReason::Interval && p % n_ == 0) || r == CheckpointReason::PromptEnd;
   }
 
  private:
@@ -57,9 +57,9 @@ class PromptEnd final : public RetentionPolicy {
   std::string name() const override { return "prompt-end"; }
   void wanted(const RetentionContext& ctx, int64_t begin, int64_t end,
               std::vector<WantedCheckpoint>& out) const override {
-    push_if_in(out, prompt_end(ctx), begin, end, CheckpointReason::prompt_end);
+    push_if_in(out, prompt_end(ctx), begin, end, CheckpointReason::PromptEnd);
   }
-  bool allows(CheckpointReason r, int64_t) const override { return r == CheckpointReason::prompt_end; }
+  bool allows(CheckpointReason r, int64_t) const override { return r == CheckpointReason::PromptEnd; }
 };
 
 class Semantic final : public RetentionPolicy {
@@ -67,11 +67,11 @@ class Semantic final : public RetentionPolicy {
   std::string name() const override { return "semantic"; }
   void wanted(const RetentionContext& ctx, int64_t begin, int64_t end,
               std::vector<WantedCheckpoint>& out) const override {
-    push_if_in(out, ctx.branch_tokens, begin, end, CheckpointReason::branch);
+    push_if_in(out, ctx.branch_tokens, begin, end, CheckpointReason::Branch);
   }
   bool keeps_decode_end() const override { return true; }
   bool allows(CheckpointReason r, int64_t) const override {
-    return r == CheckpointReason::branch || r == CheckpointReason::decode_end;
+    return r == CheckpointReason::Branch || r == CheckpointReason::DecodeEnd;
   }
 };
 

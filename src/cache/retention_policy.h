@@ -23,7 +23,7 @@ struct RetentionContext {
 
 struct WantedCheckpoint {
   int64_t position = 0;  // tokens, multiple of page_tokens, > 0
-  CheckpointReason reason = CheckpointReason::block;
+  CheckpointReason reason = CheckpointReason::Block;
 };
 
 class RetentionPolicy {

@@ -4,15 +4,15 @@ namespace ds {
 
 const char* to_string(RequestStatus status) {
   switch (status) {
-    case RequestStatus::waiting:
+    case RequestStatus::Waiting:
       return "waiting";
-    case RequestStatus::running:
+    case RequestStatus::Running:
       return "running";
-    case RequestStatus::preempted:
+    case RequestStatus::Preempted:
       return "preempted";
-    case RequestStatus::finished:
+    case RequestStatus::Finished:
       return "finished";
-    case RequestStatus::aborted:
+    case RequestStatus::Aborted:
       return "aborted";
   }
   return "unknown";

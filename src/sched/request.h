@@ -14,11 +14,11 @@ namespace ds {
 using RequestId = int64_t;
 
 enum class RequestStatus : uint8_t {
-  waiting,    // queued; not holding cache memory
-  running,    // admitted: holds a cache sequence (live state + pages)
-  preempted,  // evicted from running under memory pressure; back in the queue, will recompute
-  finished,   // produced max_output_tokens or a stop token; cache sequence handed to finish()
-  aborted,    // cancelled by the caller (or rejected: prompt can never fit)
+  Waiting,    // queued; not holding cache memory
+  Running,    // admitted: holds a cache sequence (live state + pages)
+  Preempted,  // evicted from running under memory pressure; back in the queue, will recompute
+  Finished,   // produced max_output_tokens or a stop token; cache sequence handed to finish()
+  Aborted,    // cancelled by the caller (or rejected: prompt can never fit)
 };
 
 const char* to_string(RequestStatus status);
@@ -31,7 +31,7 @@ struct Request {
   SamplingParams sampling;        // greedy unless set; stop ids end the request early
   int64_t n_computed_tokens = 0;  // tokens whose KV/state exist (cache hit + computed chunks)
   int64_t n_output_tokens = 0;    // tokens sampled so far
-  RequestStatus status = RequestStatus::waiting;
+  RequestStatus status = RequestStatus::Waiting;
   bool stopped = false;  // the last sampled token is one of sampling.stop_token_ids
 
   // Filled at (each) admission from the cache's match; reports, not control flow.

@@ -22,7 +22,7 @@ void Scheduler::add(Request request) {
   request.n_computed_tokens = 0;
   request.n_output_tokens = 0;
   request.stopped = false;
-  request.status = RequestStatus::waiting;
+  request.status = RequestStatus::Waiting;
   waiting_.push_back(std::make_unique<Request>(std::move(request)));
 }
 
@@ -32,7 +32,7 @@ std::optional<Request> Scheduler::abort(RequestId id) {
     if ((*it)->id != id) continue;
     Request req = std::move(**it);
     waiting_.erase(it);
-    req.status = RequestStatus::aborted;
+    req.status = RequestStatus::Aborted;
     return req;
   }
   for (auto it = running_.begin(); it != running_.end(); ++it) {
@@ -40,7 +40,7 @@ std::optional<Request> Scheduler::abort(RequestId id) {
     cache_.abort(it->seq);
     Request req = std::move(*it->req);
     running_.erase(it);
-    req.status = RequestStatus::aborted;
+    req.status = RequestStatus::Aborted;
     return req;
   }
   return std::nullopt;
@@ -97,7 +97,7 @@ void Scheduler::preempt_last() {
   cache_.abort(slot.seq);
   Request& req = *slot.req;
   req.n_computed_tokens = 0;
-  req.status = RequestStatus::preempted;
+  req.status = RequestStatus::Preempted;
   ++req.n_preemptions;
   ++n_preemptions_;
   pending_preempted_.push_back(req.id);
@@ -132,7 +132,7 @@ void Scheduler::admit_waiting(SchedulePlan& plan, int64_t& budget) {
     slot.just_admitted = true;
     slot.req = std::move(waiting_.front());
     waiting_.pop_front();
-    slot.req->status = RequestStatus::running;
+    slot.req->status = RequestStatus::Running;
     plan.admitted.push_back(slot.req->id);
     budget -= n_new;
     running_.push_back(std::move(slot));
@@ -167,14 +167,14 @@ void Scheduler::reject_last_running() {
   Slot slot = std::move(running_.back());
   running_.pop_back();
   cache_.abort(slot.seq);
-  slot.req->status = RequestStatus::aborted;
+  slot.req->status = RequestStatus::Aborted;
   rejected_.push_back(std::move(*slot.req));
 }
 
 void Scheduler::reject_head() {
   Request req = std::move(*waiting_.front());
   waiting_.pop_front();
-  req.status = RequestStatus::aborted;
+  req.status = RequestStatus::Aborted;
   rejected_.push_back(std::move(req));
 }
 
@@ -244,7 +244,7 @@ StepEvents Scheduler::apply(const SchedulePlan& plan, std::span<const int32_t> s
     Slot& slot = running_[*it];
     Request& req = *slot.req;
     cache_.finish(slot.seq, std::span<const int32_t>(req.tokens).first(req.n_computed_tokens));
-    req.status = RequestStatus::finished;
+    req.status = RequestStatus::Finished;
     events.finished.push_back(std::move(req));
     running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(*it));
   }

@@ -166,7 +166,7 @@ struct SessionBuilder {
       if (r.subagent) {
         double end = base_s + r.t_s;
         double start = std::max(0.0, end - subagent_duration_s(r));
-        if (options.subagents == SubagentMode::kInline) {
+        if (options.subagents == SubagentMode::Inline) {
           add(r.children, start, session_id, turns, extra);
           sub_end_s = std::max(sub_end_s, end);
         } else {

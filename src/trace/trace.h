@@ -40,11 +40,11 @@ struct Trace {
 
 // Where Claude Code sub-agents go: inline in the parent session at their position (the parent's
 // Task tool call waits for them), or each as its own session "<parent>/<agent_id>".
-enum class SubagentMode { kInline, kSessions };
+enum class SubagentMode { Inline, Sessions };
 
 struct TraceOptions {
   bool skip_bad = false;  // skip and count malformed records instead of failing
-  SubagentMode subagents = SubagentMode::kInline;
+  SubagentMode subagents = SubagentMode::Inline;
   int64_t max_sessions = 0;  // keep only the first N sessions (0 = all)
 };
 

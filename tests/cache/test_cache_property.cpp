@@ -23,9 +23,9 @@ TEST(CacheProperty, RandomOperationSequencesKeepInvariants) {
                                           << cfg.eviction << " tiers " << cfg.tiers.size();
     const CacheStats& s = driver.cache().stats();
     hits += s.hit_tokens;
-    demotions += s.n_evictions(EvictReason::kv_demoted);
+    demotions += s.n_evictions(EvictReason::KvDemoted);
     ckpt_alone +=
-        s.n_evictions(EvictReason::checkpoint_dropped) + s.n_evictions(EvictReason::checkpoint_demoted);
+        s.n_evictions(EvictReason::CheckpointDropped) + s.n_evictions(EvictReason::CheckpointDemoted);
     failed += s.failed_reserves + s.failed_admissions;
     promoted += s.pages_promoted;
     for (auto e : s.evictions) evictions += e;

@@ -115,8 +115,8 @@ TEST(CacheTransfers, DemotionPromotionAndRestoreAreLoggedInOrder) {
   for (const CacheTransfer& x : t) {
     EXPECT_EQ(x.src_tier, 0);
     EXPECT_EQ(x.dst_tier, 1);
-    demoted_pages += x.kind == TransferKind::page;
-    demoted_ckpts += x.kind == TransferKind::checkpoint;
+    demoted_pages += x.kind == TransferKind::Page;
+    demoted_ckpts += x.kind == TransferKind::Checkpoint;
   }
   EXPECT_GE(demoted_pages, 1);
   auto adm = cache.admit(concat(a, iota_tokens(50, 3)));  // hits a from the host tier
@@ -127,13 +127,13 @@ TEST(CacheTransfers, DemotionPromotionAndRestoreAreLoggedInOrder) {
   ASSERT_FALSE(t.empty());
   // The restore reads the hit checkpoint into the new live slot; promotions bring pages back.
   const CacheTransfer& restore = t.back();
-  EXPECT_EQ(restore.kind, TransferKind::restore);
+  EXPECT_EQ(restore.kind, TransferKind::Restore);
   EXPECT_EQ(restore.dst, cache.live_slot(adm->seq));
   EXPECT_EQ(restore.src_tier, adm->restore_from.tier);
   EXPECT_EQ(restore.src, adm->restore_from.slot);
   int promoted = 0;
   for (const CacheTransfer& x : t)
-    if (x.kind == TransferKind::page && x.src_tier == 1) {
+    if (x.kind == TransferKind::Page && x.src_tier == 1) {
       ++promoted;
       EXPECT_EQ(x.dst_tier, 0);
     }

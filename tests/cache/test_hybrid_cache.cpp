@@ -113,7 +113,7 @@ TEST(HybridCache, LeafLruEvictsTheOldestLeafFirstUnderPressure) {
   EXPECT_EQ(cache.match(x).n_kv_tokens, 0);
   EXPECT_EQ(cache.match(y).n_hit_tokens, 8);
   EXPECT_EQ(cache.match(z).n_hit_tokens, 12);
-  EXPECT_EQ(cache.stats().n_evictions(EvictReason::kv_dropped), 2);
+  EXPECT_EQ(cache.stats().n_evictions(EvictReason::KvDropped), 2);
   EXPECT_EQ(cache.stats().pages_dropped, 2);
   EXPECT_EQ(cache.stats().tiers[0].kv_bytes, 20);
 }
@@ -135,8 +135,8 @@ TEST(HybridCache, ConsumedStateLruDropsTheUnconsumedCheckpointKeepingKv) {
   HybridCache cache(small_config("every-block", "consumed-state-lru", 36));
   const auto a = iota_tokens(0, 9), y = iota_tokens(100, 9);
   consumed_vs_path_scenario(cache, a, y);
-  EXPECT_EQ(cache.stats().n_evictions(EvictReason::checkpoint_dropped), 1);
-  EXPECT_EQ(cache.stats().n_evictions(EvictReason::kv_dropped), 0);
+  EXPECT_EQ(cache.stats().n_evictions(EvictReason::CheckpointDropped), 1);
+  EXPECT_EQ(cache.stats().n_evictions(EvictReason::KvDropped), 0);
   const CacheHit short_a = cache.match(concat(prefix(a, 5), iota_tokens(900, 4)));
   EXPECT_EQ(short_a.n_kv_tokens, 4);  // A's checkpoint at 4 was never consumed: dropped, KV kept
   EXPECT_EQ(short_a.n_hit_tokens, 0);
@@ -148,8 +148,8 @@ TEST(HybridCache, LeafLruDropsTheOldestLeafWithItsCheckpoint) {
   HybridCache cache(small_config("every-block", "leaf-lru", 36));
   const auto a = iota_tokens(0, 9), y = iota_tokens(100, 9);
   consumed_vs_path_scenario(cache, a, y);
-  EXPECT_EQ(cache.stats().n_evictions(EvictReason::kv_dropped), 1);
-  EXPECT_EQ(cache.stats().n_evictions(EvictReason::checkpoint_dropped), 0);
+  EXPECT_EQ(cache.stats().n_evictions(EvictReason::KvDropped), 1);
+  EXPECT_EQ(cache.stats().n_evictions(EvictReason::CheckpointDropped), 0);
   EXPECT_EQ(cache.stats().checkpoints_dropped, 1);  // went with its page
   EXPECT_EQ(cache.match(y).n_kv_tokens, 4);
   EXPECT_EQ(cache.match(y).n_hit_tokens, 4);
@@ -175,7 +175,7 @@ TEST_P(ValueEviction, ValueVersusRecency) {
   ASSERT_TRUE(z);
   ASSERT_TRUE(cache.reserve(z->seq, 5));
   cache.check_invariants();
-  EXPECT_EQ(cache.stats().n_evictions(EvictReason::checkpoint_dropped), 1);
+  EXPECT_EQ(cache.stats().n_evictions(EvictReason::CheckpointDropped), 1);
   EXPECT_EQ(cache.match(x).n_kv_tokens, 32);
   EXPECT_EQ(cache.match(x).n_hit_tokens, c.keeps_long ? 32 : 0);
   EXPECT_EQ(cache.match(y).n_kv_tokens, 4);
@@ -200,8 +200,8 @@ TEST(HybridCache, DeviceEvictionDemotesToHostAndHostHitReportsBytesToLoad) {
   const auto a = iota_tokens(0, 9), b = iota_tokens(100, 9);
   run_request(cache, a);  // 2 pages + checkpoint at 8 = 12 bytes on the device
   run_request(cache, b);  // pushes both of A's pages (and its checkpoint) to the host
-  EXPECT_EQ(cache.stats().n_evictions(EvictReason::kv_demoted), 2);
-  EXPECT_EQ(cache.stats().n_evictions(EvictReason::kv_dropped), 0);
+  EXPECT_EQ(cache.stats().n_evictions(EvictReason::KvDemoted), 2);
+  EXPECT_EQ(cache.stats().n_evictions(EvictReason::KvDropped), 0);
   EXPECT_EQ(cache.stats().tiers[1].kv_bytes, 8);
   EXPECT_EQ(cache.stats().tiers[1].checkpoint_bytes, 4);
 
@@ -226,7 +226,7 @@ TEST(HybridCache, WithoutHostTierEvictionDrops) {
   HybridCache cache(small_config("prompt-end", "leaf-lru", 16));
   run_request(cache, iota_tokens(0, 9));
   run_request(cache, iota_tokens(100, 9));
-  EXPECT_EQ(cache.stats().n_evictions(EvictReason::kv_dropped), 2);
+  EXPECT_EQ(cache.stats().n_evictions(EvictReason::KvDropped), 2);
   EXPECT_EQ(cache.match(iota_tokens(0, 9)).n_kv_tokens, 0);
 }
 
@@ -244,7 +244,7 @@ TEST(HybridCache, InterleavedSessionsUnderPressure) {
   EXPECT_EQ(h1.n_hit_tokens, 8);  // the prompt-end checkpoint of turn 1
   // Growth evicted session 1's own unlocked third page (oldest), the new checkpoint at 16 then
   // evicted session 2's third page.
-  EXPECT_EQ(cache.stats().n_evictions(EvictReason::kv_dropped), 2);
+  EXPECT_EQ(cache.stats().n_evictions(EvictReason::KvDropped), 2);
   const CacheHit h2 = cache.match(concat(concat(s2, o2), iota_tokens(160, 5)));
   EXPECT_EQ(h2.n_kv_tokens, 8);
   EXPECT_EQ(h2.n_hit_tokens, 8);

@@ -29,10 +29,10 @@ TEST(Retention, IntervalPlusPromptEndRoundedDown) {
   EXPECT_EQ(positions(*p, {4, 18, 0}, 0, 18), (std::vector<int64_t>{8, 16}));  // end 16 on the grid: once
   EXPECT_EQ(positions(*p, {4, 14, 0}, 0, 40), (std::vector<int64_t>{8, 12, 16, 24, 32, 40}));
   EXPECT_EQ(positions(*p, {4, 22, 0}, 16, 22), (std::vector<int64_t>{20}));
-  EXPECT_TRUE(p->allows(CheckpointReason::interval, 16));
-  EXPECT_FALSE(p->allows(CheckpointReason::interval, 12));
-  EXPECT_TRUE(p->allows(CheckpointReason::prompt_end, 12));
-  EXPECT_FALSE(p->allows(CheckpointReason::block, 8));
+  EXPECT_TRUE(p->allows(CheckpointReason::Interval, 16));
+  EXPECT_FALSE(p->allows(CheckpointReason::Interval, 12));
+  EXPECT_TRUE(p->allows(CheckpointReason::PromptEnd, 12));
+  EXPECT_FALSE(p->allows(CheckpointReason::Block, 8));
 }
 
 TEST(Retention, PromptEndSemanticNone) {
@@ -46,7 +46,7 @@ TEST(Retention, PromptEndSemanticNone) {
   EXPECT_FALSE(pe->keeps_decode_end());
   auto none = make_retention_policy("none", 4);
   EXPECT_EQ(positions(*none, {4, 18, 12}, 0, 18), (std::vector<int64_t>{}));
-  EXPECT_FALSE(none->allows(CheckpointReason::prompt_end, 16));
+  EXPECT_FALSE(none->allows(CheckpointReason::PromptEnd, 16));
 }
 
 TEST(Retention, BadSpecsNameTheSpec) {

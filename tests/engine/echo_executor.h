@@ -48,13 +48,13 @@ class EchoExecutor final : public Executor {
     const int64_t P = plan.page_tokens;
     for (const CacheTransfer& t : plan.transfers) {
       switch (t.kind) {
-        case TransferKind::page:
+        case TransferKind::Page:
           page(t.dst_tier, t.dst, P) = page(t.src_tier, t.src, P);
           break;
-        case TransferKind::checkpoint:
+        case TransferKind::Checkpoint:
           ckpt(t.dst_tier, t.dst) = ckpt(t.src_tier, t.src);
           break;
-        case TransferKind::restore:
+        case TransferKind::Restore:
           live(t.dst) = ckpt(t.src_tier, t.src);
           break;
       }

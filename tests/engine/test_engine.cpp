@@ -82,7 +82,7 @@ TEST(Engine, RunsRequestsToCompletionWithTokenAndFinishEvents) {
   EXPECT_EQ(outputs(done.at(1)), echo_cold(a, 6, kVocab));
   EXPECT_EQ(outputs(done.at(2)), echo_cold(b, 3, kVocab));
   EXPECT_EQ(streamed[1], outputs(done.at(1)));
-  EXPECT_EQ(done.at(1).status, RequestStatus::finished);
+  EXPECT_EQ(done.at(1).status, RequestStatus::Finished);
   EXPECT_EQ(engine.n_steps(), steps);
 }
 
@@ -108,7 +108,7 @@ TEST(Engine, FollowUpTurnRestoresTheCachedPrefix) {
     EXPECT_GT(second.n_hit_tokens, 0) << retention;
     EXPECT_EQ(second.n_hit_tokens, predicted.n_hit_tokens) << retention;
     EXPECT_EQ(outputs(second), echo_cold(b, 5, kVocab)) << retention;
-    EXPECT_GE(ex.n_transfers(TransferKind::restore), 1) << retention;
+    EXPECT_GE(ex.n_transfers(TransferKind::Restore), 1) << retention;
   }
 }
 
@@ -126,7 +126,7 @@ TEST(Engine, AbortReleasesEverythingAndReportsTheRequest) {
   EXPECT_FALSE(engine.idle());  // the aborted events are still to be handed out
   EngineEvents ev = engine.step();
   ASSERT_EQ(ev.aborted.size(), 2u);
-  EXPECT_EQ(ev.aborted[0].status, RequestStatus::aborted);
+  EXPECT_EQ(ev.aborted[0].status, RequestStatus::Aborted);
   EXPECT_FALSE(ev.executed);
   EXPECT_TRUE(engine.idle());
   EXPECT_EQ(engine.cache().n_running(), 0);
@@ -215,7 +215,7 @@ void random_stream(const std::string& retention, const std::string& eviction, in
   EXPECT_EQ(st.tiers[0].live_bytes, 0);
   engine.cache().check_invariants();
   totals.preemptions += engine.scheduler().n_preemptions();
-  totals.demotions += st.n_evictions(EvictReason::kv_demoted);
+  totals.demotions += st.n_evictions(EvictReason::KvDemoted);
   totals.promotions += st.pages_promoted;
   totals.dropped += st.pages_dropped;
   totals.collisions += st.hash_collisions;
@@ -266,7 +266,7 @@ TEST(Engine, RandomStreamsWithAHostTierDemoteAndPromote) {
           p = r.tokens;
         }
     }
-  EXPECT_GT(ex.n_transfers(TransferKind::page), 0);
+  EXPECT_GT(ex.n_transfers(TransferKind::Page), 0);
   EXPECT_GT(engine.cache().stats().pages_promoted, 0);
   EXPECT_GT(engine.cache().stats().tiers[1].hit_tokens, 0);
 }

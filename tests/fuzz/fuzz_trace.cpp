@@ -33,7 +33,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (bool skip : {false, true}) {
     ds::TraceOptions opt;
     opt.skip_bad = skip;
-    opt.subagents = skip ? ds::SubagentMode::kSessions : ds::SubagentMode::kInline;
+    opt.subagents = skip ? ds::SubagentMode::Sessions : ds::SubagentMode::Inline;
     try {
       ds::Trace t;
       ds::parse_claude_code_session(text, "fuzz.json", opt, true, t);

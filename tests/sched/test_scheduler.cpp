@@ -95,7 +95,7 @@ TEST(Scheduler, ChunkedPrefillThenDecodeOneTokenPerStep) {
       EXPECT_EQ(r.n_output_tokens, 3);
       EXPECT_EQ(r.n_tokens(), 20003);
       EXPECT_EQ(r.n_computed_tokens, 20002);  // the last sampled token is never computed
-      EXPECT_EQ(r.status, RequestStatus::finished);
+      EXPECT_EQ(r.status, RequestStatus::Finished);
     }
   }
   EXPECT_EQ(chunk_sizes, (std::vector<int64_t>{8192, 8192, 3616, 1, 1}));
@@ -217,7 +217,7 @@ TEST(Scheduler, RejectsARequestThatCanNeverFit) {
   StepEvents ev = s.apply(plan, {});
   ASSERT_EQ(ev.rejected.size(), 1u);
   EXPECT_EQ(ev.rejected[0].id, 1);
-  EXPECT_EQ(ev.rejected[0].status, RequestStatus::aborted);
+  EXPECT_EQ(ev.rejected[0].status, RequestStatus::Aborted);
   EXPECT_TRUE(s.idle());
   cache.check_invariants();
 }
@@ -237,7 +237,7 @@ TEST(Scheduler, RejectsARequestThatOutgrowsTheCacheAlone) {
   }
   EXPECT_TRUE(s.idle());
   ASSERT_EQ(rejected.size(), 1u);
-  EXPECT_EQ(rejected[0].status, RequestStatus::aborted);
+  EXPECT_EQ(rejected[0].status, RequestStatus::Aborted);
   EXPECT_EQ(rejected[0].n_computed_tokens, 256);  // the chunk to 384 tokens needs a 6th page
   EXPECT_EQ(cache.n_running(), 0);
 }

@@ -66,7 +66,7 @@ TEST(ClaudeCodeTrace, InlineSubagentsKeepOrderTimesAndNamespace) {
 
 TEST(ClaudeCodeTrace, SubagentsAsSessions) {
   TraceOptions opt;
-  opt.subagents = SubagentMode::kSessions;
+  opt.subagents = SubagentMode::Sessions;
   Trace t = parse(small_session(), opt);
   ASSERT_EQ(t.sessions.size(), 2u);
   EXPECT_EQ(t.sessions[0].turns.size(), 2u);
