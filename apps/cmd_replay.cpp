@@ -11,6 +11,7 @@
 #include "replay/progress_bar.h"
 #include "replay/replay_setup.h"
 #include "replay/report.h"
+#include "replay_endpoint.h"
 #include "trace/trace.h"
 
 namespace ds::cli {
@@ -25,6 +26,7 @@ struct ReplayFlags {
   bool json = false;
   int threads = 2;
   ReplaySetup setup;
+  EndpointFlags endpoint;
 };
 
 std::vector<std::string> split(const std::string& s, char sep) {
@@ -66,9 +68,12 @@ std::vector<CacheVariant> variants_from(const ReplayFlags& f) {
   return {v};
 }
 
-void run(ReplayFlags& f) {
+void run(ReplayFlags& f, const CLI::App& cmd) {
   auto t0 = std::chrono::steady_clock::now();
   f.setup.concurrency = parse_concurrency(f.concurrency);
+  if (!f.endpoint.endpoint.empty())
+    return run_endpoint_replay_cli(cmd, f.endpoint, f.setup, f.trace, f.skip_bad, f.setup.concurrency, f.json,
+                                   f.out);
   f.setup.variants = variants_from(f);
   DS_CHECK(f.threads >= 1 && f.threads <= 256, "--threads must be in [1, 256], got {}", f.threads);
   TraceOptions topt;
@@ -136,7 +141,8 @@ void register_replay(CLI::App& app) {
   cmd->add_flag("--skip-bad", flags->skip_bad, "skip (and count) malformed trace records instead of failing");
   cmd->add_option("--out", flags->out, "directory for replay.json/.csv and SVG plots (default replay-out)");
   cmd->add_flag("--json", flags->json, "print one JSON document {\"runs\": [...]} on stdout");
-  cmd->callback([flags] { run(*flags); });
+  add_endpoint_options(*cmd, flags->endpoint);
+  cmd->callback([flags, cmd] { run(*flags, *cmd); });
 }
 
 }  // namespace ds::cli

@@ -36,6 +36,8 @@ struct ReplayConfig {
   int gpus = 8;                   // for per-GPU throughput
   int64_t max_output_tokens = 0;  // cap on each turn's output length (0 = the trace's length)
   int32_t vocab_size = 0;         // > 0: token ids are taken modulo this (a real model's vocabulary)
+  uint64_t token_salt = 0;        // != 0: every prompt is re-salted, so runs against one live server
+                                  // share no prefixes with earlier runs
   int64_t kv_budget_tokens = 0;   // reported only (the cache config holds the bytes)
   SchedulerConfig scheduler;
   CacheConfig cache;

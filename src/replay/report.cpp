@@ -24,7 +24,7 @@ namespace {
   X(ttft_p50_s) X(ttft_p90_s) X(ttft_p99_s) X(tpot_p50_s)                                        \
   X(interactivity_tok_s) X(output_tok_s_per_gpu) X(elapsed_virtual_s)                            \
   X(n_requests) X(n_warmup_requests) X(n_rejected) X(n_output_tokens) X(n_steps) X(n_preemptions) \
-  X(checkpoints_created) X(checkpoints_dropped)
+  X(checkpoints_created) X(checkpoints_dropped) X(n_errors) X(first_error)
 // clang-format on
 
 nlohmann::ordered_json run_json(const RunMetrics& r) {

@@ -41,6 +41,8 @@ struct RunMetrics {
   int64_t n_requests = 0;  // measured requests completed
   int64_t n_warmup_requests = 0;
   int64_t n_rejected = 0;       // requests that could never fit in the cache
+  int64_t n_errors = 0;         // endpoint replay: requests that failed (HTTP error, broken stream)
+  std::string first_error;      // the first failure's message, for the report
   int64_t n_output_tokens = 0;  // measured
   int64_t n_steps = 0;
   int64_t n_preemptions = 0;

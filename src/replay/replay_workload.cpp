@@ -1,0 +1,117 @@
+#include "replay/replay_workload.h"
+
+#include <algorithm>
+
+#include "core/check.h"
+#include "core/hash.h"
+
+namespace ds {
+
+ReplayWorkload::ReplayWorkload(const Trace& trace, const ReplayConfig& cfg)
+    : trace_(trace), cfg_(cfg), oracle_(cfg.cache.page_tokens), rng_(cfg.seed) {
+  if (!trace_.closed_loop) {
+    for (size_t s = 0; s < trace_.sessions.size(); ++s)
+      for (size_t t = 0; t < trace_.sessions[s].turns.size(); ++t)
+        arrivals_.push({trace_.sessions[s].turns[t].arrival_s, order_++, -1, static_cast<int>(s), t});
+    DS_CHECK(!arrivals_.empty(), "replay: trace '{}' has no turns", trace_.source);
+    return;
+  }
+  DS_CHECK(cfg_.concurrency >= 1, "replay: concurrency must be >= 1, got {}", cfg_.concurrency);
+  for (size_t s = 0; s < trace_.sessions.size(); ++s)
+    if (!trace_.sessions[s].turns.empty()) session_order_.push_back(static_cast<int>(s));
+  DS_CHECK(!session_order_.empty(), "replay: trace '{}' has no turns", trace_.source);
+  std::shuffle(session_order_.begin(), session_order_.end(), rng_);
+  std::uniform_real_distribution<double> start(cfg_.start_frac_lo, cfg_.start_frac_hi);
+  lanes_.resize(static_cast<size_t>(cfg_.concurrency));
+  for (size_t l = 0; l < lanes_.size(); ++l) {
+    Lane& lane = lanes_[l];
+    lane.session = session_order_[session_cursor_ % session_order_.size()];
+    lane.salt = session_cursor_ / session_order_.size();  // > 0 when sessions are reused
+    ++session_cursor_;
+    const auto& turns = trace_.sessions[static_cast<size_t>(lane.session)].turns;
+    lane.next_turn = cfg_.warmup ? static_cast<size_t>(start(rng_) * static_cast<double>(turns.size())) : 0;
+    lane.next_turn = std::min(lane.next_turn, turns.size() - 1);
+    lane.warmup_next = cfg_.warmup;
+    arrivals_.push({0.0, order_++, static_cast<int>(l), lane.session, lane.next_turn});
+  }
+}
+
+std::optional<ReplaySend> ReplayWorkload::take_due(double now_s) {
+  if (arrivals_.empty() || arrivals_.top().t_s > now_s) return std::nullopt;
+  if (cfg_.max_requests > 0 && n_sent_ >= cfg_.max_requests) {
+    arrivals_ = {};
+    return std::nullopt;
+  }
+  const Arrival a = arrivals_.top();
+  arrivals_.pop();
+  ReplaySend r;
+  r.lane = a.lane;
+  r.turn = &trace_.sessions[static_cast<size_t>(a.session)].turns[a.turn];
+  if (a.lane >= 0) {
+    Lane& lane = lanes_[static_cast<size_t>(a.lane)];
+    r.warmup = lane.warmup_next;
+    lane.warmup_next = false;
+    r.salt = lane.salt;
+  }
+  if (cfg_.token_salt != 0) r.salt = splitmix64(r.salt ^ cfg_.token_salt) | 1;
+  r.tokens = turn_tokens(*r.turn, trace_.block_tokens);
+  if (r.salt != 0) {
+    uint64_t k = splitmix64(r.salt);
+    for (int32_t& t : r.tokens) t = static_cast<int32_t>((static_cast<uint64_t>(t) ^ k) & 0x7fffffff);
+  }
+  if (cfg_.vocab_size > 0)
+    for (int32_t& t : r.tokens) t %= cfg_.vocab_size;
+  r.max_output_tokens = std::max<int64_t>(r.turn->n_output_tokens, 1);
+  if (cfg_.max_output_tokens > 0) r.max_output_tokens = std::min(r.max_output_tokens, cfg_.max_output_tokens);
+  r.oracle_hit_tokens = oracle_.observe(r.tokens);
+  ++n_sent_;
+  return r;
+}
+
+void ReplayWorkload::lane_done(int lane_index, double now_s) {
+  if (lane_index < 0) return;
+  Lane& lane = lanes_[static_cast<size_t>(lane_index)];
+  const auto* turns = &trace_.sessions[static_cast<size_t>(lane.session)].turns;
+  double think_s = 0;
+  if (++lane.next_turn < turns->size()) {
+    think_s = std::clamp((*turns)[lane.next_turn].think_time_s, 0.0, cfg_.max_think_s);
+  } else {  // next session from turn 0; without a duration each session is used once
+    if (cfg_.duration_s <= 0 && session_cursor_ >= session_order_.size()) return;  // lane retires
+    lane.session = session_order_[session_cursor_ % session_order_.size()];
+    lane.salt = session_cursor_ / session_order_.size();
+    ++session_cursor_;
+    lane.next_turn = 0;
+  }
+  arrivals_.push({now_s + think_s, order_++, lane_index, lane.session, lane.next_turn});
+}
+
+void summarize_samples(const std::vector<RequestSample>& samples, const std::vector<std::string>& tier_names,
+                       RunMetrics& m) {
+  std::vector<double> ttft, tpot;
+  int64_t n_host = 0;
+  for (const RequestSample& s : samples) {
+    m.n_prompt_tokens += s.n_prompt;
+    m.n_hit_tokens += s.n_hit;
+    m.n_kv_reachable_tokens += s.n_kv;
+    m.n_theoretical_hit_tokens += s.n_oracle;
+    m.n_output_tokens += s.n_output;
+    n_host += s.n_host;
+    ttft.push_back(s.ttft_s);
+    if (s.tpot_s >= 0) tpot.push_back(s.tpot_s);
+  }
+  double denom = std::max<double>(static_cast<double>(m.n_prompt_tokens), 1.0);
+  m.theoretical_hit_rate = static_cast<double>(m.n_theoretical_hit_tokens) / denom;
+  m.realized_hit_rate = static_cast<double>(m.n_hit_tokens) / denom;
+  m.kv_reachable_rate = static_cast<double>(m.n_kv_reachable_tokens) / denom;
+  if (!tier_names.empty())
+    m.hit_rate_by_tier[tier_names[0]] = static_cast<double>(m.n_hit_tokens - n_host) / denom;
+  if (tier_names.size() > 1) m.hit_rate_by_tier[tier_names[1]] = static_cast<double>(n_host) / denom;
+  m.ttft_p50_s = percentile(ttft, 50);
+  m.ttft_p90_s = percentile(ttft, 90);
+  m.ttft_p99_s = percentile(ttft, 99);
+  m.tpot_p50_s = percentile(tpot, 50);
+  m.interactivity_tok_s = m.tpot_p50_s > 0 ? 1.0 / m.tpot_p50_s : 0;
+  m.n_requests = static_cast<int64_t>(samples.size());
+}
+
+}  // namespace ds
