@@ -382,7 +382,7 @@ void bench_kernels(const BenchArgs& a) {
     std::vector<uint16_t> w(size_t(1) << 22, f32_to_bf16(0.01f));
     std::vector<float> x(1024, 1.0f), y(4096);
     const WeightView wv{w.data(), DType::BF16, 4096, 1024};
-    for (const double t0 = now_s(); now_s() - t0 < 0.3;) linear(x.data(), 1, wv, y.data());
+    for (const double t0 = now_s(); now_s() - t0 < 0.3;) cpu::linear(x.data(), 1, wv, y.data());
   }
   for (auto [rows, cols] : {std::pair<int64_t, int64_t>{4096, 1024}, {1024, 4096}, {32768, 1024}}) {
     std::vector<uint16_t> w(size_t(rows * cols));
@@ -391,10 +391,10 @@ void bench_kernels(const BenchArgs& a) {
     for (int64_t T : {1, 16, 512}) {
       std::vector<float> x(size_t(T * cols)), y(size_t(T * rows));
       for (auto& v : x) v = rng.sym(1.0f);
-      linear(x.data(), T, wv, y.data());  // warm-up
+      cpu::linear(x.data(), T, wv, y.data());  // warm-up
       const int reps = T >= 512 ? 3 : 20;
       const double t0 = now_s();
-      for (int r = 0; r < reps; ++r) linear(x.data(), T, wv, y.data());
+      for (int r = 0; r < reps; ++r) cpu::linear(x.data(), T, wv, y.data());
       const double dt = (now_s() - t0) / reps;
       const double bytes = double(rows) * cols * 2, flops = 2.0 * rows * cols * T;
       const double floor_s = std::max(bytes / (a.bw_gbs * 1e9), flops / (a.peak_gflops * 1e9));
@@ -409,8 +409,8 @@ void bench_kernels(const BenchArgs& a) {
     std::vector<float> q(size_t(T * H * K)), k(q.size()), v(q.size()), g(q.size()), beta(size_t(T * H), 0.5f);
     for (size_t i = 0; i < q.size(); ++i)
       q[i] = rng.sym(1.0f), k[i] = rng.sym(1.0f), v[i] = rng.sym(1.0f), g[i] = -0.05f * rng.uniform();
-    l2norm_rows(q.data(), T * H, K, 1e-6f);
-    l2norm_rows(k.data(), T * H, K, 1e-6f);
+    cpu::l2norm_rows(q.data(), T * H, K, 1e-6f);
+    cpu::l2norm_rows(k.data(), T * H, K, 1e-6f);
     std::vector<float> S(size_t(H * K * K)), o(q.size());
     const KdaDims d{T, H, K, K};
     const KdaTensors t{q.data(), k.data(), v.data(), g.data(), beta.data(), S.data(), o.data()};

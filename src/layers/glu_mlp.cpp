@@ -3,7 +3,7 @@
 #include <vector>
 
 #include "core/check.h"
-#include "kernels/cpu/activation.h"
+#include "kernels/activation.h"
 
 namespace ds {
 namespace {
@@ -12,7 +12,7 @@ namespace {
 void glu_activate(const GluMlp& m, const float* gate, const float* up, int64_t n, float* out) {
   switch (m.act) {
     case Activation::Silu:
-      silu_mul(gate, up, n, out);
+      silu_mul(f32_vec(gate, n), f32_vec(up, n), f32_vec(out, n));
       return;
     case Activation::Situ:
       situ_glu({gate, size_t(n)}, {up, size_t(n)}, {out, size_t(n)}, m.situ);
@@ -37,10 +37,10 @@ void GluMlp::forward(const float* x, int64_t T, float* y, bool accumulate) const
   if (T == 0) return;
   const int64_t I = intermediate();
   std::vector<float> g(size_t(T * I)), u(size_t(T * I));  // f32 [T, I]
-  gate.forward(x, T, g.data());
-  up.forward(x, T, u.data());
+  expert_linear(f32_rows(x, T, width()), gate, f32_rows(g.data(), T, I));
+  expert_linear(f32_rows(x, T, width()), up, f32_rows(u.data(), T, I));
   glu_activate(*this, g.data(), u.data(), T * I, g.data());
-  down.forward(g.data(), T, y, accumulate);
+  expert_linear(f32_rows(g.data(), T, I), down, f32_rows(y, T, down.rows()), accumulate);
 }
 
 }  // namespace ds

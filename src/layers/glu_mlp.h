@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "layers/expert_linear.h"
+#include "kernels/expert_linear.h"
 #include "layers/situ.h"
 #include "model/model_config.h"
 

@@ -4,17 +4,17 @@
 #include <cmath>
 
 #include "core/check.h"
-#include "kernels/cpu/activation.h"
-#include "kernels/cpu/kda.h"
-#include "kernels/cpu/linear.h"
-#include "kernels/cpu/norm.h"
-#include "kernels/cpu/short_conv.h"
+#include "kernels/activation.h"
+#include "kernels/kda.h"
+#include "kernels/linear.h"
+#include "kernels/norm.h"
+#include "kernels/short_conv.h"
 #include "layers/kda_gates.h"
 
 namespace ds {
 namespace {
 
-constexpr float kQkL2Eps = 1e-6f;  // fla l2norm eps (model-spec §3.1 step 4)
+constexpr float kQkL2Eps = kKdaQkL2Eps;  // fla l2norm eps (model-spec §3.1 step 4)
 
 // The conv window after `p` tokens of a piece: the last W-1 pre-conv inputs, taken from the
 // piece rows (pre f32 [n, P] per projection) or, before the piece, from the initial window.
@@ -61,8 +61,10 @@ KdaLayer::KdaLayer(const KdaConfig& cfg, float rms_norm_eps, int64_t hidden, Kda
 // g = -exp(A_log[h]) * softplus(f + dt_bias) (Kimi Linear, model-spec §3.2a), or with
 // gate_lower_bound the K3 bounded gate lb * sigmoid(exp(A_log[h]) * (f + dt_bias)) (§3.2b).
 void KdaLayer::decay_gate(const float* f, int64_t T, float* g) const {
-  kda_decay_gate(cfg_.gate_lower_bound, f, T, int(cfg_.n_head), int(cfg_.head_dim), p_.a_log.data(),
-                 p_.dt_bias.data(), g);
+  const int64_t P = cfg_.n_head * cfg_.head_dim;
+  const KdaGate gate{cfg_.gate_lower_bound, f32_vec(p_.a_log.data(), cfg_.n_head),
+                     f32_vec(p_.dt_bias.data(), P)};
+  kda_decay_gate(f32_rows(f, T, P), gate, cfg_.n_head, cfg_.head_dim, f32_rows(g, T, P));
 }
 
 void KdaLayer::forward(const LayerBatch& batch, std::span<const KdaSeqIO> io, const float* x, float* y,
@@ -90,9 +92,9 @@ void KdaLayer::forward(const LayerBatch& batch, std::span<const KdaSeqIO> io, co
   const size_t TP = size_t(T * P);
   // Pre-conv projections, kept for the conv windows of emitted checkpoints. f32 [3, T, P].
   std::vector<float> pre(3 * TP), qkv(3 * TP);
-  linear(x, T, p_.q_proj, pre.data());
-  linear(x, T, p_.k_proj, pre.data() + TP);
-  linear(x, T, p_.v_proj, pre.data() + 2 * TP);
+  linear(f32_rows(x, T, p_.q_proj.cols), p_.q_proj, f32_rows(pre.data(), T, p_.q_proj.rows));
+  linear(f32_rows(x, T, p_.k_proj.cols), p_.k_proj, f32_rows(pre.data() + TP, T, p_.k_proj.rows));
+  linear(f32_rows(x, T, p_.v_proj.cols), p_.v_proj, f32_rows(pre.data() + 2 * TP, T, p_.v_proj.rows));
   std::vector<float> initial_conv;  // f32 [n_seq, 3, P, w], only when checkpoints are emitted
   const bool any_emit =
       std::any_of(io.begin(), io.end(), [](const KdaSeqIO& s) { return !s.emit_after.empty(); });
@@ -103,8 +105,10 @@ void KdaLayer::forward(const LayerBatch& batch, std::span<const KdaSeqIO> io, co
     const int64_t b = batch.begin(s), n = batch.len(s);
     const float* taps[3] = {p_.conv_q.data(), p_.conv_k.data(), p_.conv_v.data()};
     for (int i = 0; i < 3; ++i)
-      short_conv_silu(pre.data() + i * TP + b * P, P, n, P, taps[i], W, st.conv.data() + i * P * w,
-                      qkv.data() + i * TP + b * P, P);
+      short_conv_silu(f32_rows(pre.data() + i * TP + b * P, n, P),
+                      TensorView::contiguous(const_cast<float*>(taps[i]), DType::F32, {P, W}),
+                      f32_vec(st.conv.data() + i * P * w, P * w),
+                      f32_rows(qkv.data() + i * TP + b * P, n, P));
   }
   float* q = qkv.data();
   float* k = qkv.data() + TP;
@@ -112,15 +116,15 @@ void KdaLayer::forward(const LayerBatch& batch, std::span<const KdaSeqIO> io, co
 
   std::vector<float> low(size_t(T * std::max(p_.f_a.rows, p_.g_a.rows)));
   std::vector<float> g(TP), gate(TP), beta(size_t(T * H));
-  linear(x, T, p_.f_a, low.data());
-  linear(low.data(), T, p_.f_b, g.data());
+  linear(f32_rows(x, T, p_.f_a.cols), p_.f_a, f32_rows(low.data(), T, p_.f_a.rows));
+  linear(f32_rows(low.data(), T, p_.f_b.cols), p_.f_b, f32_rows(g.data(), T, p_.f_b.rows));
   decay_gate(g.data(), T, g.data());
-  linear(x, T, p_.b_proj, beta.data());
-  sigmoid(beta.data(), T * H, beta.data());
+  linear(f32_rows(x, T, p_.b_proj.cols), p_.b_proj, f32_rows(beta.data(), T, p_.b_proj.rows));
+  sigmoid(f32_vec(beta.data(), T * H), f32_vec(beta.data(), T * H));
   if (trace) trace->q.assign(q, q + TP), trace->k.assign(k, k + TP), trace->v.assign(v, v + TP);
   if (trace) trace->g = g, trace->beta = beta;
-  l2norm_rows(q, T * H, K, kQkL2Eps);
-  l2norm_rows(k, T * H, K, kQkL2Eps);
+  l2norm_rows(f32_rows(q, T * H, K), kQkL2Eps);
+  l2norm_rows(f32_rows(k, T * H, K), kQkL2Eps);
 
   std::vector<float> o(TP);
   run_core(batch, io, q, k, v, g.data(), beta.data(), o.data());
@@ -135,13 +139,14 @@ void KdaLayer::forward(const LayerBatch& batch, std::span<const KdaSeqIO> io, co
   }
 
   if (cfg_.full_rank_output_gate) {
-    linear(x, T, p_.g_proj, gate.data());
+    linear(f32_rows(x, T, p_.g_proj.cols), p_.g_proj, f32_rows(gate.data(), T, p_.g_proj.rows));
   } else {
-    linear(x, T, p_.g_a, low.data());
-    linear(low.data(), T, p_.g_b, gate.data());
+    linear(f32_rows(x, T, p_.g_a.cols), p_.g_a, f32_rows(low.data(), T, p_.g_a.rows));
+    linear(f32_rows(low.data(), T, p_.g_b.cols), p_.g_b, f32_rows(gate.data(), T, p_.g_b.rows));
   }
-  rmsnorm_gated_sigmoid(o.data(), gate.data(), T * H, K, p_.o_norm.data(), rms_eps_, o.data());
-  linear(o.data(), T, p_.o_proj, y);
+  rmsnorm_gated_sigmoid(f32_rows(o.data(), T * H, K), f32_rows(gate.data(), T * H, K),
+                        f32_vec(p_.o_norm.data(), K), rms_eps_, f32_rows(o.data(), T * H, K));
+  linear(f32_rows(o.data(), T, p_.o_proj.cols), p_.o_proj, f32_rows(y, T, p_.o_proj.rows));
 }
 
 // KDA core per sequence. Checkpoints at offsets the chunked kernel can emit (chunk multiples or

@@ -8,7 +8,7 @@
 #include <span>
 #include <vector>
 
-#include "kernels/cpu/weight_view.h"
+#include "core/weight_view.h"
 #include "layers/kda_state.h"
 #include "layers/layer_batch.h"
 #include "model/model_config.h"

@@ -3,8 +3,8 @@
 #include <vector>
 
 #include "core/check.h"
-#include "kernels/cpu/linear.h"
-#include "kernels/cpu/norm.h"
+#include "kernels/linear.h"
+#include "kernels/norm.h"
 
 namespace ds {
 namespace {
@@ -32,13 +32,14 @@ void check_full_or_low_rank(const WeightView& full, const WeightView& a, const W
 void project_full_or_low_rank(const WeightView& full, const WeightView& a, const WeightView& b,
                               const float* norm_w, float eps, const float* x, int64_t T, float* y) {
   if (full.data != nullptr) {
-    linear(x, T, full, y);
+    linear(f32_rows(x, T, full.cols), full, f32_rows(y, T, full.rows));
     return;
   }
   std::vector<float> low(size_t(T * a.rows));
-  linear(x, T, a, low.data());
-  if (norm_w != nullptr) rmsnorm(low.data(), T, a.rows, norm_w, eps, low.data());
-  linear(low.data(), T, b, y);
+  linear(f32_rows(x, T, a.cols), a, f32_rows(low.data(), T, a.rows));
+  if (norm_w != nullptr)
+    rmsnorm(f32_rows(low.data(), T, a.rows), f32_vec(norm_w, a.rows), eps, f32_rows(low.data(), T, a.rows));
+  linear(f32_rows(low.data(), T, b.cols), b, f32_rows(y, T, b.rows));
 }
 
 }  // namespace ds

@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "kernels/cpu/weight_view.h"
+#include "core/weight_view.h"
 
 namespace ds {
 

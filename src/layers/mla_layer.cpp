@@ -4,10 +4,10 @@
 #include <cmath>
 
 #include "core/check.h"
-#include "kernels/cpu/attention.h"
-#include "kernels/cpu/linear.h"
-#include "kernels/cpu/norm.h"
-#include "kernels/cpu/softmax.h"
+#include "kernels/attention.h"
+#include "kernels/linear.h"
+#include "kernels/norm.h"
+#include "kernels/softmax.h"
 #include "layers/mla_projections.h"
 
 namespace ds {
@@ -52,13 +52,14 @@ MlaLayer::MlaLayer(const MlaConfig& cfg, int64_t hidden, MlaParams params)
 
 void MlaLayer::project_q(const float* x, int64_t T, float* q) const {
   if (cfg_.q_lora_rank == 0) {
-    linear(x, T, p_.q_proj, q);
+    linear(f32_rows(x, T, p_.q_proj.cols), p_.q_proj, f32_rows(q, T, p_.q_proj.rows));
     return;
   }
   std::vector<float> qa(size_t(T * cfg_.q_lora_rank));  // f32 [T, r_q]
-  linear(x, T, p_.q_a, qa.data());
-  rmsnorm(qa.data(), T, cfg_.q_lora_rank, p_.q_a_norm.data(), kQNormEps, qa.data());
-  linear(qa.data(), T, p_.q_b, q);
+  linear(f32_rows(x, T, p_.q_a.cols), p_.q_a, f32_rows(qa.data(), T, p_.q_a.rows));
+  rmsnorm(f32_rows(qa.data(), T, cfg_.q_lora_rank), f32_vec(p_.q_a_norm.data(), cfg_.q_lora_rank), kQNormEps,
+          f32_rows(qa.data(), T, cfg_.q_lora_rank));
+  linear(f32_rows(qa.data(), T, p_.q_b.cols), p_.q_b, f32_rows(q, T, p_.q_b.rows));
 }
 
 void MlaLayer::forward(const LayerBatch& batch, std::span<MlaCache* const> caches, const float* x, float* y,
@@ -70,9 +71,10 @@ void MlaLayer::forward(const LayerBatch& batch, std::span<MlaCache* const> cache
   if (T == 0) return;
   std::vector<float> q(size_t(T * H * dq)), kv(size_t(T * L)), o(size_t(T * H * dv));
   project_q(x, T, q.data());
-  linear(x, T, p_.kv_a, kv.data());
+  linear(f32_rows(x, T, p_.kv_a.cols), p_.kv_a, f32_rows(kv.data(), T, p_.kv_a.rows));
   for (int64_t t = 0; t < T; ++t)  // normalise the latent part only; k_pe stays as projected
-    rmsnorm(kv.data() + t * L, 1, R, p_.kv_a_norm.data(), kLatentNormEps, kv.data() + t * L);
+    rmsnorm(f32_rows(kv.data() + t * L, 1, R), f32_vec(p_.kv_a_norm.data(), R), kLatentNormEps,
+            f32_rows(kv.data() + t * L, 1, R));
   bool decode = true;
   for (int s = 0; s < batch.n_seq(); ++s) decode = decode && batch.len(s) == 1;
   const bool absorbed = mode == MlaAttnMode::Absorbed || (mode == MlaAttnMode::Auto && decode);
@@ -89,17 +91,18 @@ void MlaLayer::forward(const LayerBatch& batch, std::span<MlaCache* const> cache
       attend_expanded(c, n, q.data() + b * H * dq, o.data() + b * H * dv);
   }
   if (cfg_.output_gate) mla_output_gate(p_.g_proj, x, T, o.data());  // K3 gated MLA (§5.2)
-  linear(o.data(), T, p_.o_proj, y);
+  linear(f32_rows(o.data(), T, p_.o_proj.cols), p_.o_proj, f32_rows(y, T, p_.o_proj.rows));
 }
 
 // Prefill form: k_t,h = [W_UK,h c_t ; k_pe_t], v_t,h = W_UV,h c_t for every cached t, then causal
-// softmax attention of the n newest positions over all Tc (kernels/cpu/attention.h).
+// softmax attention of the n newest positions over all Tc (kernels/attention.h).
 void MlaLayer::attend_expanded(const MlaCache& c, int64_t n, const float* q, float* o) const {
   const int64_t H = cfg_.n_head, dq = cfg_.qk_head_dim(), dn = cfg_.qk_nope_head_dim;
   const int64_t dv = cfg_.v_head_dim, R = cfg_.kv_lora_rank;
   const int64_t L = cfg_.latent_dim(), Tc = c.n_tokens, KV = dn + dv;
   std::vector<float> kvb(size_t(Tc * H * KV));  // f32 [Tc, H, nope + v]
-  linear_strided(c.latent.data(), L, Tc, p_.kv_b, kvb.data(), H * KV, false);
+  linear(f32_rows(c.latent.data(), Tc, p_.kv_b.cols, L), p_.kv_b,
+         f32_rows(kvb.data(), Tc, p_.kv_b.rows, H * KV), false);
   std::vector<float> k(size_t(Tc * H * dq)), v(size_t(Tc * H * dv));  // f32 [Tc, H, dq], [Tc, H, dv]
   for (int64_t t = 0; t < Tc; ++t)
     for (int64_t h = 0; h < H; ++h) {
@@ -110,7 +113,8 @@ void MlaLayer::attend_expanded(const MlaCache& c, int64_t n, const float* q, flo
       std::copy_n(kv_th + dn, dv, v.data() + (t * H + h) * dv);
     }
   const AttnDims d{n, Tc, H, dq, dv};
-  attention_causal(d, q, H * dq, k.data(), H * dq, v.data(), H * dv, 1.0f / std::sqrt(float(dq)), o, H * dv);
+  attention_causal(d, f32_rows(q, n, H * dq), f32_rows(k.data(), Tc, H * dq), f32_rows(v.data(), Tc, H * dv),
+                   1.0f / std::sqrt(float(dq)), f32_rows(o, n, H * dv));
 }
 
 // Decode form over the cached latents: q^_h = W_UK,h^T q_nope, score = q^.c_t + q_pe.k_pe_t,
@@ -135,7 +139,7 @@ void MlaLayer::attend_absorbed(const MlaCache& c, int64_t n, const float* q, flo
         const int64_t nt = past + i + 1;
         for (int64_t t = 0; t < nt; ++t)
           p[size_t(t)] = (dot(qhat.data(), c.row(t), R) + dot(qi + dn, c.row(t) + R, dr)) * scale;
-        softmax_rows(p.data(), 1, nt, p.data());
+        softmax_rows(f32_rows(p.data(), 1, nt), f32_rows(p.data(), 1, nt));
         std::fill(ctx.begin(), ctx.end(), 0.0f);
         for (int64_t t = 0; t < nt; ++t)
           for (int64_t r = 0; r < R; ++r) ctx[size_t(r)] += p[size_t(t)] * c.row(t)[r];

@@ -7,7 +7,7 @@
 #include <span>
 #include <vector>
 
-#include "kernels/cpu/weight_view.h"
+#include "core/weight_view.h"
 #include "layers/layer_batch.h"
 #include "layers/mla_cache.h"
 #include "model/model_config.h"

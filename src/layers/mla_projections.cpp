@@ -3,8 +3,8 @@
 #include <vector>
 
 #include "core/check.h"
-#include "kernels/cpu/activation.h"
-#include "kernels/cpu/linear.h"
+#include "kernels/activation.h"
+#include "kernels/linear.h"
 #include "layers/low_rank_proj.h"
 
 namespace ds {
@@ -24,7 +24,7 @@ void MlaQueryProj::forward(const float* x, int64_t T, float* q) const {
 void mla_output_gate(const WeightView& g_proj, const float* x, int64_t T, float* attn) {
   check_weight(g_proj, "mla g_proj");
   std::vector<float> g(size_t(T * g_proj.rows));
-  linear(x, T, g_proj, g.data());
+  linear(f32_rows(x, T, g_proj.cols), g_proj, f32_rows(g.data(), T, g_proj.rows));
   for (size_t i = 0; i < g.size(); ++i) attn[i] *= sigmoidf(g[i]);
 }
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "kernels/cpu/weight_view.h"
+#include "core/weight_view.h"
 
 namespace ds {
 

@@ -4,8 +4,8 @@
 #include <utility>
 
 #include "core/check.h"
-#include "kernels/cpu/linear.h"
-#include "kernels/cpu/norm.h"
+#include "kernels/linear.h"
+#include "kernels/norm.h"
 
 namespace ds {
 
@@ -80,16 +80,17 @@ void MoeLayer::forward(const float* x, int64_t T, float* y) const {
   if (T == 0) return;
   const int64_t E = cfg_.n_expert, W = expert_width();
   std::vector<float> logits(size_t(T * E));  // f32 [T, E]
-  linear(x, T, p_.router, logits.data());
+  linear(f32_rows(x, T, p_.router.cols), p_.router, f32_rows(logits.data(), T, p_.router.rows));
   const MoeRouting r = route(logits.data(), T);
   if (!latent()) {
     routed(x, T, r, y);
   } else {
     std::vector<float> z(size_t(T * W)), u(size_t(T * W));  // f32 [T, L]
-    linear(x, T, p_.latent_down, z.data());
+    linear(f32_rows(x, T, p_.latent_down.cols), p_.latent_down, f32_rows(z.data(), T, p_.latent_down.rows));
     routed(z.data(), T, r, u.data());
-    if (!p_.latent_norm.empty()) rmsnorm(u.data(), T, W, p_.latent_norm.data(), eps_, u.data());
-    linear(u.data(), T, p_.latent_up, y);
+    if (!p_.latent_norm.empty())
+      rmsnorm(f32_rows(u.data(), T, W), f32_vec(p_.latent_norm.data(), W), eps_, f32_rows(u.data(), T, W));
+    linear(f32_rows(u.data(), T, p_.latent_up.cols), p_.latent_up, f32_rows(y, T, p_.latent_up.rows));
   }
   if (p_.shared) p_.shared->forward(x, T, y, /*accumulate=*/true);
 }

@@ -11,7 +11,7 @@
 #include <optional>
 #include <vector>
 
-#include "kernels/cpu/weight_view.h"
+#include "core/weight_view.h"
 #include "layers/glu_mlp.h"
 #include "layers/moe_router.h"
 #include "model/model_config.h"

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
-#include "kernels/cpu/activation.h"
+#include "kernels/activation.h"
 
 namespace ds {
 

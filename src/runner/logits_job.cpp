@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "core/check.h"
-#include "kernels/cpu/argmax.h"
+#include "kernels/argmax.h"
 #include "model/safetensors.h"
 
 namespace ds {
@@ -21,14 +21,14 @@ LogitsJobResult run_logits_job(const ModelRunner& runner, const std::vector<int3
   b.seqs.push_back({tokens, &st, LogitsWant::All, {}});
   r.logits = std::move(runner.forward(b).logits[0]);
   const float* last = r.logits.data() + (int64_t(tokens.size()) - 1) * r.vocab;
-  int32_t next = int32_t(argmax(last, r.vocab));
+  int32_t next = int32_t(argmax(f32_vec(last, r.vocab)));
   for (int j = 0; j < n_decode; ++j) {
     r.decode_tokens.push_back(next);
     ForwardBatch step;
     step.seqs.push_back({std::span<const int32_t>(&r.decode_tokens.back(), 1), &st, LogitsWant::Last, {}});
     const std::vector<float> l = std::move(runner.forward(step).logits[0]);
     r.decode_logits.insert(r.decode_logits.end(), l.begin(), l.end());
-    next = int32_t(argmax(l.data(), r.vocab));
+    next = int32_t(argmax(f32_vec(l.data(), r.vocab)));
   }
   return r;
 }
@@ -56,7 +56,7 @@ std::vector<int32_t> greedy_generate(const ModelRunner& runner, const std::vecto
     ForwardBatch b;
     b.seqs.push_back({feed, &st, LogitsWant::Last, {}});
     const std::vector<float> l = runner.forward(b).logits[0];
-    const int32_t next = int32_t(argmax(l.data(), vocab));
+    const int32_t next = int32_t(argmax(f32_vec(l.data(), vocab)));
     out.push_back(next);
     if (stop_at_eos && next == runner.config().eos_token_id) break;
     feed.assign(1, next);

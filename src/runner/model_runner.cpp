@@ -4,8 +4,8 @@
 #include <cstring>
 
 #include "core/check.h"
-#include "kernels/cpu/linear.h"
-#include "kernels/cpu/norm.h"
+#include "kernels/linear.h"
+#include "kernels/norm.h"
 #include "layers/attn_res.h"
 #include "layers/moe_layer.h"
 #include "model/weights.h"
@@ -59,7 +59,7 @@ GluMlp glu(const DenseMlpWeights& w, const ModelConfig& cfg) {
 }
 
 // A projection weight of a routed expert: dense, or MXFP4 dequantised on the fly.
-ExpertLinear expert_linear(const LinearWeight& w) {
+ExpertLinear make_expert_linear(const LinearWeight& w) {
   if (w.is_mxfp4()) return Mxfp4View{w.weight.data, w.scale->data, w.out, w.in};
   return view2d(w.weight);
 }
@@ -109,8 +109,8 @@ MoeParams moe_params(const ModelConfig& cfg, const MoeWeights& w) {
   if (w.latent_up) p.latent_up = view2d(*w.latent_up);
   if (w.latent_norm) p.latent_norm = to_f32(*w.latent_norm);
   for (const ExpertWeights& e : w.experts)
-    p.experts.push_back(
-        GluMlp{expert_linear(e.w1), expert_linear(e.w3), expert_linear(e.w2), cfg.act, situ_params(cfg)});
+    p.experts.push_back(GluMlp{make_expert_linear(e.w1), make_expert_linear(e.w3), make_expert_linear(e.w2),
+                               cfg.act, situ_params(cfg)});
   if (w.shared) p.shared = glu(*w.shared, cfg);
   return p;
 }
@@ -250,10 +250,10 @@ void ModelRunner::run_block(int layer, const ForwardBatch& batch, const LayerBat
   const Block& blk = *blocks_[size_t(layer)];
   const int64_t T = lb.n_tokens(), D = cfg_.hidden;
   std::vector<float> n(size_t(T * D)), y(size_t(T * D));
-  rmsnorm(x, T, D, blk.input_norm.data(), cfg_.rms_norm_eps, n.data());
+  rmsnorm(f32_rows(x, T, D), f32_vec(blk.input_norm.data(), D), cfg_.rms_norm_eps, f32_rows(n.data(), T, D));
   run_mixer(layer, batch, lb, n.data(), y.data(), emitted);
   for (int64_t i = 0; i < T * D; ++i) x[i] += y[i];
-  rmsnorm(x, T, D, blk.post_norm.data(), cfg_.rms_norm_eps, n.data());
+  rmsnorm(f32_rows(x, T, D), f32_vec(blk.post_norm.data(), D), cfg_.rms_norm_eps, f32_rows(n.data(), T, D));
   run_ffn(layer, n.data(), T, y.data());
   for (int64_t i = 0; i < T * D; ++i) x[i] += y[i];
 }
@@ -267,11 +267,13 @@ void ModelRunner::run_block_attn_res(int layer, const ForwardBatch& batch, const
   const int64_t T = lb.n_tokens(), D = cfg_.hidden;
   std::vector<float> h(size_t(T * D)), y(size_t(T * D));
   st.attn_input(layer, h.data());
-  rmsnorm(h.data(), T, D, blk.input_norm.data(), cfg_.rms_norm_eps, h.data());
+  rmsnorm(f32_rows(h.data(), T, D), f32_vec(blk.input_norm.data(), D), cfg_.rms_norm_eps,
+          f32_rows(h.data(), T, D));
   run_mixer(layer, batch, lb, h.data(), y.data(), emitted);
   st.add_attn_output(layer, y.data());
   st.mlp_input(layer, h.data());
-  rmsnorm(h.data(), T, D, blk.post_norm.data(), cfg_.rms_norm_eps, h.data());
+  rmsnorm(f32_rows(h.data(), T, D), f32_vec(blk.post_norm.data(), D), cfg_.rms_norm_eps,
+          f32_rows(h.data(), T, D));
   run_ffn(layer, h.data(), T, y.data());
   st.add_mlp_output(layer, y.data());
 }
@@ -320,9 +322,11 @@ ForwardResult ModelRunner::forward(const ForwardBatch& batch) const {
     const int64_t first = in.logits == LogitsWant::All ? 0 : n - 1;
     const int64_t rows = in.logits == LogitsWant::None ? 0 : n - first;
     h.resize(size_t(rows * D));
-    rmsnorm(x.data() + (lb.begin(s) + first) * D, rows, D, final_norm_.data(), cfg_.rms_norm_eps, h.data());
+    rmsnorm(f32_rows(x.data() + (lb.begin(s) + first) * D, rows, D), f32_vec(final_norm_.data(), D),
+            cfg_.rms_norm_eps, f32_rows(h.data(), rows, D));
     r.logits[size_t(s)].resize(size_t(rows * V));
-    linear(h.data(), rows, lm_head_, r.logits[size_t(s)].data());
+    linear(f32_rows(h.data(), rows, lm_head_.cols), lm_head_,
+           f32_rows(r.logits[size_t(s)].data(), rows, lm_head_.rows));
     for (size_t e = 0; e < in.emit_state_at.size(); ++e) {
       KdaCheckpoint cp;
       cp.n_tokens = in.emit_state_at[e];

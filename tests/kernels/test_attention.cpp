@@ -9,7 +9,7 @@
 #include "kernels/cpu/attention.h"
 #include "test_util.h"
 
-namespace ds {
+namespace ds::cpu {
 namespace {
 
 TEST(Attention, MatchesReference) {
@@ -51,4 +51,4 @@ TEST(Attention, RejectsBadDims) {
 }
 
 }  // namespace
-}  // namespace ds
+}  // namespace ds::cpu

@@ -12,7 +12,7 @@
 #include "kernels/cpu/softmax.h"
 #include "test_util.h"
 
-namespace ds {
+namespace ds::cpu {
 namespace {
 
 TEST(Norm, RmsNormHandComputed) {
@@ -129,4 +129,4 @@ TEST(Argmax, FirstMaxAndNaN) {
 }
 
 }  // namespace
-}  // namespace ds
+}  // namespace ds::cpu

@@ -7,7 +7,7 @@
 
 #include "kernels/cpu/activation.h"
 
-namespace ds {
+namespace ds::cpu {
 namespace {
 
 TEST(Simd, ExpMatchesStdExp) {
@@ -32,4 +32,4 @@ TEST(Simd, ExpMatchesStdExp) {
 }
 
 }  // namespace
-}  // namespace ds
+}  // namespace ds::cpu

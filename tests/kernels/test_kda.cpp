@@ -10,7 +10,7 @@
 #include "kernels/cpu/norm.h"
 #include "test_util.h"
 
-namespace ds {
+namespace ds::cpu {
 namespace {
 
 // Inputs shaped like a real KDA layer: q,k L2-normalised per head, g <= 0 with a mix of slow
@@ -55,7 +55,7 @@ TEST(KdaChunked, MatchesRecurrentWithCarriedStateAndBoundaries) {
         KdaTensors tt{c.q.data() + s * 3 * 32,  c.k.data() + s * 3 * 32, c.v.data() + s * 3 * 48,
                       c.g.data() + s * 3 * 32,  c.beta.data() + s * 3,   S_ref.data(),
                       o_ref.data() + s * 3 * 48};
-        kda_recurrent_ref(one, tt, 0.125f);
+        cpu::kda_recurrent_ref(one, tt, 0.125f);
         ref_states.push_back(S_ref);
       }
       // Chunked, emitting at every chunk boundary and at T.
@@ -66,7 +66,7 @@ TEST(KdaChunked, MatchesRecurrentWithCarriedStateAndBoundaries) {
       std::vector<float*> ptrs;
       for (auto& b : bufs) ptrs.push_back(b.data());
       std::vector<float> S = c.S0, o(o_ref.size());
-      kda_chunked(c.d, c.tensors(S.data(), o.data()), 0.125f, C, at, ptrs);
+      cpu::kda_chunked(c.d, c.tensors(S.data(), o.data()), 0.125f, C, at, ptrs);
       expect_close(S, S_ref, kStateTol, "final state");
       expect_close(o, o_ref, kStateTol, "output");
       for (size_t i = 0; i < at.size(); ++i)
@@ -78,9 +78,9 @@ TEST(KdaChunked, MatchesRecurrentWithCarriedStateAndBoundaries) {
 TEST(KdaChunked, RealHeadDimsAndDefaultChunk) {
   KdaCase c(130, 2, 128, 128, 77);
   std::vector<float> S_ref = c.S0, o_ref(size_t(130 * 2 * 128));
-  kda_recurrent_ref(c.d, c.tensors(S_ref.data(), o_ref.data()), 1.0f / std::sqrt(128.0f));
+  cpu::kda_recurrent_ref(c.d, c.tensors(S_ref.data(), o_ref.data()), 1.0f / std::sqrt(128.0f));
   std::vector<float> S = c.S0, o(o_ref.size());
-  kda_chunked(c.d, c.tensors(S.data(), o.data()), 1.0f / std::sqrt(128.0f));
+  cpu::kda_chunked(c.d, c.tensors(S.data(), o.data()), 1.0f / std::sqrt(128.0f));
   expect_close(S, S_ref, kStateTol, "state");
   expect_close(o, o_ref, kStateTol, "output");
 }
@@ -89,14 +89,14 @@ TEST(KdaChunked, SplitCallsEqualOneCall) {
   // Prefill in two pieces (100 then 30 tokens) carrying S == one call over 130 tokens.
   KdaCase c(130, 2, 64, 64, 5);
   std::vector<float> S1 = c.S0, o1(size_t(130 * 2 * 64));
-  kda_chunked(c.d, c.tensors(S1.data(), o1.data()), 0.125f, 64);
+  cpu::kda_chunked(c.d, c.tensors(S1.data(), o1.data()), 0.125f, 64);
   std::vector<float> S2 = c.S0, o2(o1.size());
   KdaDims a{100, 2, 64, 64}, b{30, 2, 64, 64};
-  kda_chunked(a, c.tensors(S2.data(), o2.data()), 0.125f, 64);
+  cpu::kda_chunked(a, c.tensors(S2.data(), o2.data()), 0.125f, 64);
   const int64_t off = 100 * 2 * 64;
   KdaTensors tb{c.q.data() + off,        c.k.data() + off, c.v.data() + off, c.g.data() + off,
                 c.beta.data() + 100 * 2, S2.data(),        o2.data() + off};
-  kda_chunked(b, tb, 0.125f, 64);
+  cpu::kda_chunked(b, tb, 0.125f, 64);
   expect_close(S2, S1, kStateTol, "state");
   expect_close(o2, o1, kStateTol, "output");
 }
@@ -107,9 +107,9 @@ TEST(KdaRecurrent, OptimisedMatchesReference) {
     SCOPED_TRACE(testing::Message() << "T=" << T << " V=" << V);
     KdaCase c(T, 4, 128, V, uint32_t(300 + T));
     std::vector<float> S_ref = c.S0, o_ref(size_t(T * 4 * V));
-    kda_recurrent_ref(c.d, c.tensors(S_ref.data(), o_ref.data()), 0.0884f);
+    cpu::kda_recurrent_ref(c.d, c.tensors(S_ref.data(), o_ref.data()), 0.0884f);
     std::vector<float> S = c.S0, o(o_ref.size());
-    kda_recurrent(c.d, c.tensors(S.data(), o.data()), 0.0884f);
+    cpu::kda_recurrent(c.d, c.tensors(S.data(), o.data()), 0.0884f);
     expect_close(S, S_ref, kStateTol, "state");
     expect_close(o, o_ref, kStateTol, "output");
   }
@@ -120,8 +120,8 @@ TEST(KdaRecurrent, HandComputedSingleToken) {
   // Decayed S = [[.5],[1]]; e = 3 - .5 = 2.5; S = [[.5 + 1.25],[1]] = [[1.75],[1]]; o = 1 * scale.
   std::vector<float> q{0, 1}, k{1, 0}, v{3}, g{std::log(0.5f), std::log(0.5f)}, beta{0.5f};
   std::vector<float> S{1, 2}, o{0};
-  kda_recurrent_ref({1, 1, 2, 1}, {q.data(), k.data(), v.data(), g.data(), beta.data(), S.data(), o.data()},
-                    2.0f);
+  cpu::kda_recurrent_ref({1, 1, 2, 1},
+                         {q.data(), k.data(), v.data(), g.data(), beta.data(), S.data(), o.data()}, 2.0f);
   EXPECT_FLOAT_EQ(S[0], 1.75f);
   EXPECT_FLOAT_EQ(S[1], 1.0f);
   EXPECT_FLOAT_EQ(o[0], 2.0f);
@@ -132,13 +132,13 @@ TEST(KdaChunked, RejectsBadBoundaries) {
   std::vector<float> S = c.S0, o(size_t(100 * 16)), buf(S.size());
   float* p = buf.data();
   const int64_t not_multiple[] = {50};
-  EXPECT_THROW(kda_chunked(c.d, c.tensors(S.data(), o.data()), 1.0f, 64, not_multiple, {&p, 1}), Error);
+  EXPECT_THROW(cpu::kda_chunked(c.d, c.tensors(S.data(), o.data()), 1.0f, 64, not_multiple, {&p, 1}), Error);
   const int64_t past_end[] = {128};
-  EXPECT_THROW(kda_chunked(c.d, c.tensors(S.data(), o.data()), 1.0f, 64, past_end, {&p, 1}), Error);
+  EXPECT_THROW(cpu::kda_chunked(c.d, c.tensors(S.data(), o.data()), 1.0f, 64, past_end, {&p, 1}), Error);
   const int64_t ok[] = {64};
-  EXPECT_THROW(kda_chunked(c.d, c.tensors(S.data(), o.data()), 1.0f, 0, ok, {&p, 1}), Error);
-  EXPECT_THROW(kda_chunked(c.d, c.tensors(S.data(), o.data()), 1.0f, 64, ok, {}), Error);
+  EXPECT_THROW(cpu::kda_chunked(c.d, c.tensors(S.data(), o.data()), 1.0f, 0, ok, {&p, 1}), Error);
+  EXPECT_THROW(cpu::kda_chunked(c.d, c.tensors(S.data(), o.data()), 1.0f, 64, ok, {}), Error);
 }
 
 }  // namespace
-}  // namespace ds
+}  // namespace ds::cpu

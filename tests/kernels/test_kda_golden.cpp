@@ -18,7 +18,7 @@
 #include "kernels/cpu/norm.h"
 #include "test_util.h"
 
-namespace ds {
+namespace ds::cpu {
 namespace {
 
 struct F32Tensor {
@@ -83,11 +83,11 @@ class KdaGolden : public testing::Test {
 
 TEST_F(KdaGolden, RecurrentMatchesOracle) {
   std::vector<float> S(S_exp.size(), 0.0f), o(o_exp.size());
-  kda_recurrent_ref(d, {q.data(), k.data(), v.data(), g.data(), beta.data(), S.data(), o.data()}, scale);
+  cpu::kda_recurrent_ref(d, {q.data(), k.data(), v.data(), g.data(), beta.data(), S.data(), o.data()}, scale);
   EXPECT_LE(test::max_abs_diff(o.data(), o_exp.data(), o.size()), kStateTol);
   EXPECT_LE(test::max_abs_diff(S.data(), S_exp.data(), S.size()), kStateTol);
   std::vector<float> S2(S_exp.size(), 0.0f), o2(o_exp.size());
-  kda_recurrent(d, {q.data(), k.data(), v.data(), g.data(), beta.data(), S2.data(), o2.data()}, scale);
+  cpu::kda_recurrent(d, {q.data(), k.data(), v.data(), g.data(), beta.data(), S2.data(), o2.data()}, scale);
   EXPECT_LE(test::max_abs_diff(o2.data(), o_exp.data(), o.size()), kStateTol);
   EXPECT_LE(test::max_abs_diff(S2.data(), S_exp.data(), S.size()), kStateTol);
 }
@@ -96,11 +96,11 @@ TEST_F(KdaGolden, ChunkedMatchesOracle) {
   for (int64_t C : {16, 32, 64}) {
     SCOPED_TRACE(testing::Message() << "chunk " << C);
     std::vector<float> S(S_exp.size(), 0.0f), o(o_exp.size());
-    kda_chunked(d, {q.data(), k.data(), v.data(), g.data(), beta.data(), S.data(), o.data()}, scale, C);
+    cpu::kda_chunked(d, {q.data(), k.data(), v.data(), g.data(), beta.data(), S.data(), o.data()}, scale, C);
     EXPECT_LE(test::max_abs_diff(o.data(), o_exp.data(), o.size()), kStateTol);
     EXPECT_LE(test::max_abs_diff(S.data(), S_exp.data(), S.size()), kStateTol);
   }
 }
 
 }  // namespace
-}  // namespace ds
+}  // namespace ds::cpu

@@ -9,7 +9,7 @@
 #include "kernels/cpu/linear.h"
 #include "test_util.h"
 
-namespace ds {
+namespace ds::cpu {
 namespace {
 
 struct Weights {
@@ -105,4 +105,4 @@ TEST(Linear, RejectsBadWeights) {
 }
 
 }  // namespace
-}  // namespace ds
+}  // namespace ds::cpu

@@ -9,7 +9,7 @@
 #include "kernels/cpu/short_conv.h"
 #include "test_util.h"
 
-namespace ds {
+namespace ds::cpu {
 namespace {
 
 TEST(ShortConv, HandComputedWithState) {
@@ -57,4 +57,4 @@ TEST(ShortConv, RejectsBadShapes) {
 }
 
 }  // namespace
-}  // namespace ds
+}  // namespace ds::cpu

@@ -7,7 +7,7 @@
 #include "kernels/cpu/small_gemm.h"
 #include "test_util.h"
 
-namespace ds {
+namespace ds::cpu {
 namespace {
 
 TEST(SmallGemm, MatchesReference) {
@@ -28,4 +28,4 @@ TEST(SmallGemm, MatchesReference) {
 }
 
 }  // namespace
-}  // namespace ds
+}  // namespace ds::cpu

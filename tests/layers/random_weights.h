@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/dtype.h"
-#include "kernels/cpu/weight_view.h"
+#include "core/weight_view.h"
 
 namespace ds::testing {
 

@@ -48,7 +48,7 @@ TEST(MlaProjections, MlaQueryLoraAndOutputGate) {
   const WeightView g{wg.data(), DType::F32, HV, D};
   mla_output_gate(g, x.data(), T, attn.data());
   std::vector<float> logit(T * HV);
-  linear_ref(x.data(), T, g, logit.data());
+  cpu::linear_ref(x.data(), T, g, logit.data());
   for (int i = 0; i < T * HV; ++i)
     EXPECT_NEAR(attn[i], before[i] * sig(logit[i]), 1e-6 * (1 + std::fabs(before[i])));
   MlaQueryProj bad = qp;

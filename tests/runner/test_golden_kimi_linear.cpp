@@ -100,15 +100,15 @@ TEST(KimiLinearTinyGolden, KdaCoreUnit) {
   const std::vector<float> v = golden_f32("kda_core.layer_0.v"), g = golden_f32("kda_core.layer_0.g");
   const std::vector<float> beta = golden_f32("kda_core.layer_0.beta");
   const int64_t T = 65, H = 2, K = 128;
-  l2norm_rows(q.data(), T * H, K, 1e-6f);
-  l2norm_rows(k.data(), T * H, K, 1e-6f);
+  cpu::l2norm_rows(q.data(), T * H, K, 1e-6f);
+  cpu::l2norm_rows(k.data(), T * H, K, 1e-6f);
   const KdaDims d{T, H, K, K};
   const float scale = 1.0f / std::sqrt(float(K));
   for (int path = 0; path < 3; ++path) {
     std::vector<float> S(size_t(H * K * K), 0.0f), o(size_t(T * H * K));
     const KdaTensors t{q.data(), k.data(), v.data(), g.data(), beta.data(), S.data(), o.data()};
     const char* name = path == 0 ? "recurrent_ref" : path == 1 ? "recurrent" : "chunked";
-    if (path == 0) kda_recurrent_ref(d, t, scale);
+    if (path == 0) cpu::kda_recurrent_ref(d, t, scale);
     if (path == 1) kda_recurrent(d, t, scale);
     if (path == 2) kda_chunked(d, t, scale, 64);
     expect_close(o, golden_f32("kda_core.layer_0.o"), kStateAtol, kStateRtol, std::string(name) + ".o");
@@ -138,7 +138,7 @@ TEST(KimiLinearTinyGolden, KdaLayer0IntermediatesMatchKdaCoreInputs) {
   const std::vector<float> w = to_f32(WeightView{norm->data, norm->dtype, 1, D});
   std::vector<float> x(size_t(T * D)), y(size_t(T * D));
   for (int64_t t = 0; t < T; ++t) weight_rows_to_f32(ev, ids[size_t(t)], 1, x.data() + t * D);
-  rmsnorm(x.data(), T, D, w.data(), r.config().rms_norm_eps, x.data());
+  cpu::rmsnorm(x.data(), T, D, w.data(), r.config().rms_norm_eps, x.data());
   const KdaLayer* kda = r.kda_layer(0);
   ASSERT_NE(kda, nullptr);
   EXPECT_EQ(r.kda_layer(3), nullptr);

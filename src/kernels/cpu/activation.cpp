@@ -2,7 +2,7 @@
 
 #include "kernels/cpu/isa/kernel_table.h"
 
-namespace ds {
+namespace ds::cpu {
 
 void exp_array(const float* x, int64_t n, float* y) {
   cpu::kernels().exp(x, n, y);
@@ -24,4 +24,4 @@ void silu_mul(const float* gate, const float* up, int64_t n, float* y) {
   cpu::kernels().silu_mul(gate, up, n, y);
 }
 
-}  // namespace ds
+}  // namespace ds::cpu

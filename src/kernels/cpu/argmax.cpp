@@ -1,6 +1,6 @@
 #include "kernels/cpu/argmax.h"
 
-namespace ds {
+namespace ds::cpu {
 
 int64_t argmax(const float* x, int64_t n) {
   int64_t best = -1;
@@ -11,4 +11,4 @@ int64_t argmax(const float* x, int64_t n) {
   return best < 0 ? 0 : best;
 }
 
-}  // namespace ds
+}  // namespace ds::cpu

@@ -4,8 +4,8 @@
 
 #include <cstdint>
 
-namespace ds {
+namespace ds::cpu {
 
 int64_t argmax(const float* x, int64_t n);  // n >= 1
 
-}  // namespace ds
+}  // namespace ds::cpu

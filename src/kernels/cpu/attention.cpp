@@ -7,7 +7,7 @@
 #include "core/check.h"
 #include "kernels/cpu/isa/kernel_table.h"
 
-namespace ds {
+namespace ds::cpu {
 
 namespace {
 
@@ -78,4 +78,4 @@ void attention_causal_ref(const AttnDims& d, const float* q, int64_t q_stride, c
     }
 }
 
-}  // namespace ds
+}  // namespace ds::cpu

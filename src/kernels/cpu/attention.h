@@ -6,15 +6,9 @@
 
 #include <cstdint>
 
-namespace ds {
+#include "kernels/attention.h"
 
-struct AttnDims {
-  int64_t n_q = 0;   // new query tokens
-  int64_t n_kv = 0;  // key/value positions (>= n_q; the first n_kv − n_q are the cached prefix)
-  int64_t H = 0;     // heads (keys/values per head: no grouping)
-  int64_t Dk = 0;    // q/k head dim
-  int64_t Dv = 0;    // v head dim
-};
+namespace ds::cpu {
 
 // q f32 [n_q, H, Dk] (row stride q_stride >= H*Dk), k f32 [n_kv, H, Dk] (k_stride),
 // v f32 [n_kv, H, Dv] (v_stride), o f32 [n_q, H, Dv] (o_stride) overwritten.
@@ -27,4 +21,4 @@ void attention_causal_ref(const AttnDims& d, const float* q, int64_t q_stride, c
                           int64_t k_stride, const float* v, int64_t v_stride, float scale, float* o,
                           int64_t o_stride);
 
-}  // namespace ds
+}  // namespace ds::cpu

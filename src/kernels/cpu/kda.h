@@ -7,26 +7,9 @@
 #include <cstdint>
 #include <span>
 
-namespace ds {
+#include "kernels/kda.h"
 
-struct KdaDims {
-  int64_t T = 0;  // tokens of this sequence in this call
-  int64_t H = 0;  // heads
-  int64_t K = 0;  // key head dim
-  int64_t V = 0;  // value head dim
-};
-
-// Tensors of one call. q,k,g f32 [T, H, K]; v f32 [T, H, V]; beta f32 [T, H];
-// S f32 [H, K, V] in/out (initial state in, final state out); o f32 [T, H, V] out.
-struct KdaTensors {
-  const float* q = nullptr;
-  const float* k = nullptr;
-  const float* v = nullptr;
-  const float* g = nullptr;
-  const float* beta = nullptr;
-  float* S = nullptr;
-  float* o = nullptr;
-};
+namespace ds::cpu {
 
 // Plain per-token recurrence exactly as model-spec §3.3 (f32 throughout, single thread).
 void kda_recurrent_ref(const KdaDims& d, const KdaTensors& t, float scale);
@@ -41,4 +24,4 @@ void kda_recurrent(const KdaDims& d, const KdaTensors& t, float scale);
 void kda_chunked(const KdaDims& d, const KdaTensors& t, float scale, int64_t chunk = 64,
                  std::span<const int64_t> emit_at = {}, std::span<float* const> emit_states = {});
 
-}  // namespace ds
+}  // namespace ds::cpu

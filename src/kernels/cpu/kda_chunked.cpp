@@ -13,7 +13,7 @@
 #include "kernels/cpu/kda.h"
 #include "kernels/cpu/kda_check.h"
 
-namespace ds {
+namespace ds::cpu {
 
 namespace {
 
@@ -77,4 +77,4 @@ void kda_chunked(const KdaDims& d, const KdaTensors& t, float scale, int64_t chu
   }
 }
 
-}  // namespace ds
+}  // namespace ds::cpu

@@ -8,7 +8,7 @@
 #include "kernels/cpu/kda.h"
 #include "kernels/cpu/kda_check.h"
 
-namespace ds {
+namespace ds::cpu {
 
 void kda_recurrent_ref(const KdaDims& d, const KdaTensors& t, float scale) {
   kda_check_args(d, t);
@@ -71,4 +71,4 @@ void kda_recurrent(const KdaDims& d, const KdaTensors& t, float scale) {
   }
 }
 
-}  // namespace ds
+}  // namespace ds::cpu

@@ -10,7 +10,7 @@
 #include "core/check.h"
 #include "kernels/cpu/isa/kernel_table.h"
 
-namespace ds {
+namespace ds::cpu {
 
 namespace {
 
@@ -136,4 +136,4 @@ void linear_ref(const float* x, int64_t T, const WeightView& w, float* y) {
     }
 }
 
-}  // namespace ds
+}  // namespace ds::cpu

@@ -6,9 +6,9 @@
 
 #include <cstdint>
 
-#include "kernels/cpu/weight_view.h"
+#include "core/weight_view.h"
 
-namespace ds {
+namespace ds::cpu {
 
 inline constexpr int64_t kLinearGemvMaxRows = 16;
 
@@ -30,4 +30,4 @@ void linear_gemm(const float* x, int64_t T, const WeightView& w, float* y);  // 
 // Reference: naive loops, double accumulation, single thread.
 void linear_ref(const float* x, int64_t T, const WeightView& w, float* y);
 
-}  // namespace ds
+}  // namespace ds::cpu

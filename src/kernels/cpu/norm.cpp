@@ -2,7 +2,7 @@
 
 #include "kernels/cpu/isa/kernel_table.h"
 
-namespace ds {
+namespace ds::cpu {
 
 void rmsnorm(const float* x, int64_t rows, int64_t dim, const float* weight, float eps, float* y) {
   cpu::kernels().rmsnorm(x, rows, dim, weight, eps, y);
@@ -17,4 +17,4 @@ void l2norm_rows(float* x, int64_t rows, int64_t dim, float eps) {
   cpu::kernels().l2norm_rows(x, rows, dim, eps);
 }
 
-}  // namespace ds
+}  // namespace ds::cpu

@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-namespace ds {
+namespace ds::cpu {
 
 // y = x · rsqrt(mean(x²) + eps) · weight. weight f32 [dim] or nullptr (= ones).
 void rmsnorm(const float* x, int64_t rows, int64_t dim, const float* weight, float eps, float* y);
@@ -18,4 +18,4 @@ void rmsnorm_gated_sigmoid(const float* x, const float* gate, int64_t rows, int6
 // In place per row: x = x / sqrt(sum(x²) + eps)  (eps inside the sqrt, no max; FLA l2norm).
 void l2norm_rows(float* x, int64_t rows, int64_t dim, float eps);
 
-}  // namespace ds
+}  // namespace ds::cpu

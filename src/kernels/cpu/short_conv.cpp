@@ -7,7 +7,7 @@
 #include "kernels/cpu/activation.h"
 #include "kernels/cpu/isa/kernel_table.h"
 
-namespace ds {
+namespace ds::cpu {
 
 namespace {
 void check_conv_args(int64_t x_stride, int64_t T, int64_t C, int64_t W, int64_t y_stride) {
@@ -62,4 +62,4 @@ void short_conv_silu(const float* x, int64_t x_stride, int64_t T, int64_t C, con
   }
 }
 
-}  // namespace ds
+}  // namespace ds::cpu

@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-namespace ds {
+namespace ds::cpu {
 
 // x f32 [T, C] pre-conv inputs (row stride x_stride >= C), taps f32 [C, W] (checkpoint
 // conv1d weight [C, 1, W]), state f32 [C, W-1] in/out (zeros for a fresh sequence; updated to the
@@ -18,4 +18,4 @@ void short_conv_silu(const float* x, int64_t x_stride, int64_t T, int64_t C, con
 void short_conv_silu_ref(const float* x, int64_t x_stride, int64_t T, int64_t C, const float* taps, int64_t W,
                          float* state, float* y, int64_t y_stride);
 
-}  // namespace ds
+}  // namespace ds::cpu

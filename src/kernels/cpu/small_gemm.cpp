@@ -2,7 +2,7 @@
 
 #include "kernels/cpu/isa/kernel_table.h"
 
-namespace ds {
+namespace ds::cpu {
 
 void small_gemm(int64_t m, int64_t n, int64_t k, float alpha, const float* A, int64_t lda, const float* B,
                 int64_t ldb, float beta_c, float* C, int64_t ldc) {
@@ -20,4 +20,4 @@ void small_gemm_ref(int64_t m, int64_t n, int64_t k, float alpha, const float* A
     }
 }
 
-}  // namespace ds
+}  // namespace ds::cpu

@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-namespace ds {
+namespace ds::cpu {
 
 // beta_c is 0 (overwrite) or 1 (accumulate); alpha scales the product. Any m, n, k >= 0.
 void small_gemm(int64_t m, int64_t n, int64_t k, float alpha, const float* A, int64_t lda, const float* B,
@@ -15,4 +15,4 @@ void small_gemm(int64_t m, int64_t n, int64_t k, float alpha, const float* A, in
 void small_gemm_ref(int64_t m, int64_t n, int64_t k, float alpha, const float* A, int64_t lda, const float* B,
                     int64_t ldb, float beta_c, float* C, int64_t ldc);
 
-}  // namespace ds
+}  // namespace ds::cpu

@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-namespace ds {
+namespace ds::cpu {
 
 void softmax_rows(const float* x, int64_t rows, int64_t dim, float* y) {
   for (int64_t r = 0; r < rows; ++r) {
@@ -20,4 +20,4 @@ void softmax_rows(const float* x, int64_t rows, int64_t dim, float* y) {
   }
 }
 
-}  // namespace ds
+}  // namespace ds::cpu

@@ -3,9 +3,9 @@
 
 #include <cstdint>
 
-namespace ds {
+namespace ds::cpu {
 
 // y = softmax(x) per row; in place (x == y) allowed. dim >= 1.
 void softmax_rows(const float* x, int64_t rows, int64_t dim, float* y);
 
-}  // namespace ds
+}  // namespace ds::cpu

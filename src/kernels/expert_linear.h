@@ -1,12 +1,13 @@
-// ExpertLinear: one projection weight, y = x·Wᵀ with W [out, in] either dense (a WeightView,
-// F32/BF16) or MXFP4 (compressed-tensors mxfp4-pack-quantized routed experts). Owns the on-the-fly
-// MXFP4 GEMM: rows are dequantised panel by panel into a small f32 buffer and multiplied there;
-// the whole matrix is never expanded.
+// Expert linear layer (one interface for every device; GluMlp projections and routed experts): y [T, out] = x
+// [T, in] · Wᵀ with W either dense (a WeightView, F32/BF16) or MXFP4 (compressed-tensors
+// mxfp4-pack-quantized: two E2M1 codes per byte, one E8M0 scale per 32 inputs, decoded by core/mxfp4.h). The
+// MXFP4 matrix is never expanded: implementations dequantise a few rows at a time inside the GEMM.
 #pragma once
 
 #include <cstdint>
 
-#include "kernels/cpu/weight_view.h"
+#include "core/tensor_view.h"
+#include "core/weight_view.h"
 
 namespace ds {
 
@@ -15,10 +16,8 @@ struct Mxfp4View {
   const uint8_t* packed = nullptr;  // u8 [rows, cols/2]  (weight_packed)
   const uint8_t* scale = nullptr;   // u8 [rows, cols/32] (weight_scale, E8M0: 2^(s-127))
   int64_t rows = 0, cols = 0;       // logical shape; cols % 32 == 0
+  Device device = Device::Cpu;
 };
-
-// Inner panel height of the MXFP4 GEMM (rows dequantised at once, per thread).
-inline constexpr int64_t kMxfp4PanelRows = 64;
 
 struct ExpertLinear {
   WeightView dense;  // used when mxfp4.packed == nullptr
@@ -31,13 +30,12 @@ struct ExpertLinear {
   bool is_mxfp4() const { return mxfp4.packed != nullptr; }
   int64_t rows() const { return is_mxfp4() ? mxfp4.rows : dense.rows; }  // out features
   int64_t cols() const { return is_mxfp4() ? mxfp4.cols : dense.cols; }  // in features
+  Device device() const { return is_mxfp4() ? mxfp4.device : dense.device; }
   void validate(const char* what) const;  // throws ds::Error naming `what` and the shape
-
-  // x f32 [T, cols] -> y f32 [T, rows], overwritten or (accumulate) added to. x and y must not alias.
-  void forward(const float* x, int64_t T, float* y, bool accumulate = false) const;
 };
 
-// Rows [r0, r0 + n) of an MXFP4 matrix as f32 [n, cols].
-void mxfp4_rows_to_f32(const Mxfp4View& w, int64_t r0, int64_t n, float* out);
+// x f32 [T, cols] -> y f32 [T, rows], overwritten or (accumulate) added to; row views on w's
+// device, not overlapping.
+void expert_linear(const TensorView& x, const ExpertLinear& w, const TensorView& y, bool accumulate = false);
 
 }  // namespace ds

@@ -1,4 +1,6 @@
-#include "kernels/cpu/weight_view.h"
+#include "core/weight_view.h"
+
+#include <cstring>
 
 #include "core/check.h"
 
@@ -26,11 +28,13 @@ WeightView WeightView::row_view(int64_t r) const {
 void check_weight(const WeightView& w, const char* what) {
   DS_CHECK(w.data != nullptr, "weight {}: null data", what);
   DS_CHECK(w.dtype == DType::F32 || w.dtype == DType::BF16,
-           "weight {}: dtype {} not supported by the CPU kernels (F32 or BF16)", what, dtype_name(w.dtype));
+           "weight {}: dtype {} not supported by the linear kernels (F32 or BF16)", what,
+           dtype_name(w.dtype));
   DS_CHECK(w.rows > 0 && w.cols > 0, "weight {}: bad shape [{}, {}]", what, w.rows, w.cols);
 }
 
 void weight_rows_to_f32(const WeightView& w, int64_t r0, int64_t n, float* out) {
+  DS_CHECK(w.device == Device::Cpu, "weight_rows_to_f32: the weight is in {} memory", device_name(w.device));
   const int64_t count = n * w.cols;
   if (w.dtype == DType::F32) {
     const float* src = static_cast<const float*>(w.data) + r0 * w.cols;

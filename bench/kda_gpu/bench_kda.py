@@ -1,0 +1,342 @@
+#!/usr/bin/env python3
+"""KDA prefill and decode on one GPU: deltaserve's CUDA kernels next to fla's Triton kernels
+(chunk_kda / fused_recurrent_kda) on identical bf16 inputs, plus a device-to-device copy measured
+in the same process as the bandwidth ceiling.
+
+  python3 bench/kda_gpu/bench_kda.py --lib build-cuda/bench/libds_kda_capi.so --fla /path/to/fla \
+      [--quick] [--out results.json]
+
+Inputs follow fla's own KDA tests: q, k, v, raw gate, beta logits ~ N(0, 1) in bf16;
+A_log = log U(1, 16), dt_bias ~ N(0, 1) (f32). Both kernels compute the gate, the q/k L2 norm and
+sigmoid(beta) inside, with the same gate form: K3's safe gate (lower bound -5) or Kimi Linear's
+softplus gate. Times are medians of CUDA-event timings (triton.testing.do_bench, L2 flushed between
+runs for prefill); decode is timed as CUDA-graph replays of 32 steps over rotating state slots.
+"""
+import argparse
+import ctypes
+import json
+import math
+import os
+import statistics
+import sys
+
+import torch
+
+D = 128
+HBM_BYTES_PER_TOKEN_HEAD = 4 * D * 2 + 2 + D * 2  # q, k, v, g read + beta + o written (bf16)
+# Chunked-KDA FLOPs per chunk and head (C = 16): 12C^3 + 8C^2 D + 6C D^2
+FLOPS_PER_CHUNK_HEAD = 12 * 16**3 + 8 * 16**2 * D + 6 * 16 * D**2
+
+
+def load_lib(path):
+    lib = ctypes.CDLL(path)
+    lib.ds_kda_last_error.restype = ctypes.c_char_p
+    return lib
+
+
+def ptr(t):
+    return ctypes.c_void_p(t.data_ptr()) if t is not None else ctypes.c_void_p(0)
+
+
+def check(lib, rc):
+    if rc != 0:
+        raise RuntimeError(lib.ds_kda_last_error().decode())
+
+
+class Ours:
+    def __init__(self, lib):
+        self.lib = lib
+
+    def prefill(self, q, k, v, g, b, o, a_log, dt_bias, lower_bound, cu, pool, init, final, cks=()):
+        """q..o [T, H*D] bf16 (b: [T, H]); cu: host list; pool f32 [slots, H, D, D]."""
+        N = len(cu) - 1
+        H = a_log.numel()
+        cu_a = (ctypes.c_int64 * (N + 1))(*cu)
+        init_a = (ctypes.c_int32 * N)(*init)
+        fin_a = (ctypes.c_int32 * N)(*final)
+        n_ck = len(cks)
+        ck_seq = (ctypes.c_int32 * max(n_ck, 1))(*[c[0] for c in cks])
+        ck_slot = (ctypes.c_int32 * max(n_ck, 1))(*[c[1] for c in cks])
+        ck_after = (ctypes.c_int64 * max(n_ck, 1))(*[c[2] for c in cks])
+        stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+        check(self.lib, self.lib.ds_kda_prefill(
+            1, N, H, cu_a, ptr(q), ptr(k), ptr(v), ptr(g), ptr(b), ptr(o), ptr(a_log), ptr(dt_bias),
+            int(lower_bound is not None), ctypes.c_float(lower_bound or 0.0), ctypes.c_float(D ** -0.5),
+            ptr(pool), ctypes.c_int64(H * D * D), ctypes.c_int64(pool.shape[0]), init_a, fin_a, n_ck,
+            ck_seq, ck_slot, ck_after, stream))
+
+    def decode(self, x, pool, conv, slots):
+        B, H = x['B'], x['H']
+        stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+        check(self.lib, self.lib.ds_kda_decode(
+            1, B, H, 4, ptr(x['q']), ptr(x['k']), ptr(x['v']), ptr(x['f']), ptr(x['b']), ptr(x['r']),
+            ptr(x['y']), ptr(x['taps']), ptr(x['o_norm']), ptr(x['a_log']), ptr(x['dt_bias']),
+            int(x['lb'] is not None), ctypes.c_float(x['lb'] or 0.0), ctypes.c_float(D ** -0.5),
+            ctypes.c_float(1e-5), ptr(pool), ctypes.c_int64(H * D * D), ctypes.c_int64(pool.shape[0]),
+            ptr(conv), ctypes.c_int64(3 * H * D * 3), ptr(slots), stream))
+
+
+def median_ms(fn, reps, warmup=3, flush=None):
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(reps):
+        if flush is not None:
+            flush.zero_()
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        fn()
+        e.record()
+        e.synchronize()
+        times.append(s.elapsed_time(e))
+    return statistics.median(times), times
+
+
+def copy_bandwidth():
+    n = 4 << 30
+    src = torch.empty(n, dtype=torch.uint8, device='cuda').random_(0, 255)
+    dst = torch.empty_like(src)
+    ms, _ = median_ms(lambda: dst.copy_(src), 20)
+    del src, dst
+    return 2 * n / (ms * 1e-3)
+
+
+def matmul_rate():
+    n = 8192
+    a = torch.randn(n, n, dtype=torch.bfloat16, device='cuda')
+    b = torch.randn(n, n, dtype=torch.bfloat16, device='cuda')
+    ms, _ = median_ms(lambda: a @ b, 10)
+    return 2 * n**3 / (ms * 1e-3)
+
+
+def gate_params(H, gen):
+    a_log = torch.log(torch.empty(H, device='cuda').uniform_(1, 16, generator=gen))
+    dt_bias = torch.randn(H * D, device='cuda', generator=gen)
+    return a_log, dt_bias
+
+
+def prefill_inputs(T, H, gen):
+    shape = (1, T, H, D)
+    q, k, v, g = (torch.randn(shape, dtype=torch.bfloat16, device='cuda', generator=gen) for _ in range(4))
+    b = torch.randn((1, T, H), dtype=torch.bfloat16, device='cuda', generator=gen)
+    return q, k, v, g, b
+
+
+def fla_prefill(chunk_kda, q, k, v, g, b, a_log, dt_bias, lb, cu=None):
+    kw = dict(A_log=a_log, dt_bias=dt_bias, use_qk_l2norm_in_kernel=True, use_gate_in_kernel=True,
+              use_beta_sigmoid_in_kernel=True, output_final_state=True)
+    if lb is not None:
+        kw.update(safe_gate=True, lower_bound=lb)
+    if cu is not None:
+        kw.update(cu_seqlens=torch.tensor(cu, dtype=torch.long, device='cuda'),
+                  cu_seqlens_cpu=torch.tensor(cu, dtype=torch.long))
+    return chunk_kda(q, k, v, g, b, **kw)
+
+
+def rel(a, b):
+    a, b = a.float(), b.float()
+    return ((a - b).norm() / b.norm().clamp_min(1e-30)).item()
+
+
+def run_prefill(ours, chunk_kda, cases, copy_bw, mm_rate, reps, results, flush):
+    print('\n== prefill: deltaserve kda_prefill vs fla chunk_kda (bf16, B=1 packed) ==')
+    hdr = f"{'gate':9} {'H':>3} {'T':>6} {'seqs':>4} {'fla ms':>8} {'ours ms':>8} {'ratio':>6} " \
+          f"{'HBM floor ms':>12} {'% HBM':>6} {'TC floor ms':>11} {'% TC':>5} {'rel o':>8} {'rel S':>8}"
+    print(hdr)
+    for gate, H, lens in cases:
+        lb = -5.0 if gate == 'safe' else None
+        gen = torch.Generator(device='cuda').manual_seed(1234 + H)
+        T = sum(lens)
+        cu = [0]
+        for n in lens:
+            cu.append(cu[-1] + n)
+        q, k, v, g, b = prefill_inputs(T, H, gen)
+        a_log, dt_bias = gate_params(H, gen)
+        N = len(lens)
+        with torch.inference_mode():
+            fcu = cu if N > 1 else None
+            o_ref, s_ref = fla_prefill(chunk_kda, q, k, v, g, b, a_log, dt_bias, lb, fcu)
+            o = torch.empty((T, H * D), dtype=torch.bfloat16, device='cuda')
+            pool = torch.zeros((N, H, D, D), dtype=torch.float32, device='cuda')
+            args = (q.view(T, H * D), k.view(T, H * D), v.view(T, H * D), g.view(T, H * D), b.view(T, H), o,
+                    a_log, dt_bias, lb, cu, pool, [-1] * N, list(range(N)))
+            ours.prefill(*args)
+            torch.cuda.synchronize()
+            err_o = rel(o.view(1, T, H, D), o_ref)
+            err_s = rel(pool, s_ref)
+            t_fla, _ = median_ms(lambda: fla_prefill(chunk_kda, q, k, v, g, b, a_log, dt_bias, lb, fcu), reps,
+                                 flush=flush)
+            t_ours, _ = median_ms(lambda: ours.prefill(*args), reps, flush=flush)
+        hbm_floor = T * H * HBM_BYTES_PER_TOKEN_HEAD / copy_bw * 1e3
+        tc_floor = sum(math.ceil(n / 16) for n in lens) * H * FLOPS_PER_CHUNK_HEAD / mm_rate * 1e3
+        row = dict(gate=gate, H=H, T=T, seqs=N, fla_ms=t_fla, ours_ms=t_ours, ratio=t_fla / t_ours,
+                   hbm_floor_ms=hbm_floor, tc_floor_ms=tc_floor, rel_o_vs_fla=err_o, rel_state_vs_fla=err_s)
+        results['prefill'].append(row)
+        print(f"{gate:9} {H:>3} {T:>6} {N:>4} {t_fla:8.3f} {t_ours:8.3f} {t_fla / t_ours:6.2f} {hbm_floor:12.3f} "
+              f"{100 * hbm_floor / t_ours:6.1f} {tc_floor:11.3f} {100 * tc_floor / t_ours:5.1f} {err_o:8.1e} "
+              f"{err_s:8.1e}", flush=True)
+        del q, k, v, g, b, o, pool, o_ref, s_ref
+        torch.cuda.empty_cache()
+
+
+def run_checkpoints(ours, cases, reps, results, flush):
+    print('\n== prefill checkpoint emission overhead (deltaserve) ==')
+    print(f"{'gate':9} {'H':>3} {'T':>6} {'every':>6} {'ckpts':>5} {'base ms':>8} {'with ms':>8} {'overhead':>8}")
+    for gate, H, T, everys in cases:
+        lb = -5.0 if gate == 'safe' else None
+        gen = torch.Generator(device='cuda').manual_seed(99)
+        q, k, v, g, b = prefill_inputs(T, H, gen)
+        a_log, dt_bias = gate_params(H, gen)
+        n_max = max(T // e for e in everys) + 1
+        pool = torch.zeros((n_max + 1, H, D, D), dtype=torch.float32, device='cuda')
+        o = torch.empty((T, H * D), dtype=torch.bfloat16, device='cuda')
+        base_args = (q.view(T, H * D), k.view(T, H * D), v.view(T, H * D), g.view(T, H * D), b.view(T, H), o,
+                     a_log, dt_bias, lb, [0, T], pool, [-1], [0])
+        variants = [('none', [])] + [(e, [(0, 1 + i, p) for i, p in enumerate(range(e, T + 1, e)) if p < T])
+                                     for e in everys]
+        with torch.inference_mode():
+            # interleave the variants so that clock drift hits all of them alike
+            times = {name: [] for name, _ in variants}
+            for _ in range(3):
+                for name, cks in variants:
+                    _, ts = median_ms(lambda: ours.prefill(*base_args, cks), max(reps // 3, 3), flush=flush)
+                    times[name] += ts
+        base = statistics.median(times['none'])
+        for name, cks in variants[1:]:
+            t = statistics.median(times[name])
+            row = dict(gate=gate, H=H, T=T, every=name, checkpoints=len(cks), base_ms=base, with_ms=t,
+                       overhead=t / base - 1)
+            results['checkpoints'].append(row)
+            print(f"{gate:9} {H:>3} {T:>6} {name:>6} {len(cks):>5} {base:8.3f} {t:8.3f} {100 * (t / base - 1):7.2f}%",
+                  flush=True)
+        del q, k, v, g, b, o, pool
+        torch.cuda.empty_cache()
+
+
+def run_decode(ours, fused_recurrent_kda_fwd, batches, H, gate, copy_bw, results, steps=32):
+    print(f'\n== decode ({gate} gate, H={H}): deltaserve kda_decode vs fla fused_recurrent_kda, '
+          f'{steps}-step CUDA graph over rotating slots ==')
+    print(f"{'B':>4} {'fla us':>8} {'ours us':>8} {'ratio':>6} {'fla TB/s':>8} {'ours TB/s':>9} "
+          f"{'ours % copy':>11} {'fla % copy':>10}")
+    lb = -5.0 if gate == 'safe' else None
+    state_bytes = H * D * D * 4
+    for B in batches:
+        gen = torch.Generator(device='cuda').manual_seed(7 + B)
+        # enough slots that one replay touches ~1 GB of states (no L2 reuse across steps)
+        n_slots = max(2 * B, min(steps * B, (1 << 30) // state_bytes))
+        n_slots = max(n_slots, steps * B)
+        pool = torch.randn((n_slots, H, D, D), dtype=torch.float32, device='cuda', generator=gen) * 0.1
+        conv = torch.randn((n_slots, 3, H * D, 3), dtype=torch.float32, device='cuda', generator=gen) * 0.1
+        perm = torch.randperm(n_slots, device='cuda', generator=gen).to(torch.int32)
+        slot_sets = [perm[(i * B) % (n_slots - B + 1):][:B].contiguous() for i in range(steps)]
+        slot_sets_long = [s.long() for s in slot_sets]
+        a_log, dt_bias = gate_params(H, gen)
+        x = dict(B=B, H=H, lb=lb, a_log=a_log, dt_bias=dt_bias,
+                 taps=torch.randn((3, H * D, 4), device='cuda', generator=gen) * 0.5,
+                 o_norm=torch.ones(D, device='cuda'))
+        for name in ('q', 'k', 'v', 'f', 'r'):
+            x[name] = torch.randn((B, H * D), dtype=torch.bfloat16, device='cuda', generator=gen)
+        x['b'] = torch.randn((B, H), dtype=torch.bfloat16, device='cuda', generator=gen)
+        x['y'] = torch.empty((B, H * D), dtype=torch.bfloat16, device='cuda')
+        # fla: activated conv outputs as its q, k, v (it has no conv step); same gate inputs.
+        fq, fk, fv = (x[n].view(B, 1, H, D) for n in ('q', 'k', 'v'))
+        fg = x['f'].view(B, 1, H, D)
+        fb = x['b'].view(B, 1, H)
+        fo = torch.empty((B, 1, H, D), dtype=torch.bfloat16, device='cuda')
+        fpool = pool.clone()
+
+        def ours_step(i):
+            ours.decode(x, pool, conv, slot_sets[i])
+
+        def fla_step(i):
+            fused_recurrent_kda_fwd(q=fq, k=fk, v=fv, g=fg, beta=fb, A_log=a_log, dt_bias=dt_bias,
+                                    initial_state=fpool, scale=D ** -0.5, inplace_final_state=True,
+                                    ssm_state_indices=slot_sets_long[i], use_qk_l2norm_in_kernel=True,
+                                    use_gate_in_kernel=True, use_beta_sigmoid_in_kernel=True, lower_bound=lb,
+                                    out=fo)
+
+        def graph_of(step):
+            s = torch.cuda.Stream()
+            s.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(s):
+                for i in range(3):
+                    step(i)
+            torch.cuda.current_stream().wait_stream(s)
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                for i in range(steps):
+                    step(i)
+            return graph
+
+        with torch.inference_mode():
+            g_ours, g_fla = graph_of(ours_step), graph_of(fla_step)
+            t_ours, _ = median_ms(g_ours.replay, 20)
+            t_fla, _ = median_ms(g_fla.replay, 20)
+        us_ours, us_fla = t_ours * 1e3 / steps, t_fla * 1e3 / steps
+        moved = 2 * B * state_bytes  # state read + written
+        bw_ours, bw_fla = moved / (us_ours * 1e-6), moved / (us_fla * 1e-6)
+        row = dict(gate=gate, H=H, B=B, fla_us=us_fla, ours_us=us_ours, ratio=us_fla / us_ours,
+                   ours_state_TBps=bw_ours / 1e12, fla_state_TBps=bw_fla / 1e12,
+                   ours_frac_copy=bw_ours / copy_bw, fla_frac_copy=bw_fla / copy_bw)
+        results['decode'].append(row)
+        print(f"{B:>4} {us_fla:8.1f} {us_ours:8.1f} {us_fla / us_ours:6.2f} {bw_fla / 1e12:8.2f} "
+              f"{bw_ours / 1e12:9.2f} {100 * bw_ours / copy_bw:10.1f}% {100 * bw_fla / copy_bw:9.1f}%", flush=True)
+        del pool, conv, fpool, g_ours, g_fla
+        torch.cuda.empty_cache()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--lib', required=True)
+    ap.add_argument('--fla', required=True)
+    ap.add_argument('--quick', action='store_true', help='a few shapes only')
+    ap.add_argument('--parts', default='prefill,checkpoints,decode')
+    ap.add_argument('--out', default='')
+    ap.add_argument('--reps', type=int, default=10)
+    a = ap.parse_args()
+    sys.path.insert(0, a.fla)
+    from fla.ops.kda import chunk_kda
+    from fla.ops.kda.fused_recurrent import fused_recurrent_kda_fwd
+    try:
+        import flash_kda  # noqa: F401
+        print('note: flash_kda is importable; fla may dispatch to it')
+    except ImportError:
+        print('fla backend: Triton (flash_kda not installed)')
+    ours = Ours(load_lib(a.lib))
+    torch.backends.cuda.matmul.allow_tf32 = False
+    print(f'device: {torch.cuda.get_device_name()}, torch {torch.__version__}')
+    copy_bw = copy_bandwidth()
+    mm = matmul_rate()
+    print(f'device-to-device copy: {copy_bw / 1e12:.3f} TB/s (read + write); bf16 8192^3 matmul: {mm / 1e12:.0f} TFLOP/s')
+    results = dict(copy_TBps=copy_bw / 1e12, matmul_TFLOPs=mm / 1e12, prefill=[], checkpoints=[], decode=[],
+                   env=dict(device=torch.cuda.get_device_name(), torch=torch.__version__,
+                            k2_warps=os.environ.get('DS_KDA_K2_WARPS', 'auto')))
+    flush = torch.empty(256 << 20, dtype=torch.uint8, device='cuda')
+    parts = a.parts.split(',')
+    if 'prefill' in parts:
+        cases = []
+        for gate in ('safe', 'softplus'):
+            Hs, Ts = ((32,), (8192,)) if a.quick else ((32, 64, 96), (8192, 32768, 65536))
+            for H in Hs:
+                for T in Ts:
+                    cases.append((gate, H, [T]))
+            g = torch.Generator().manual_seed(5)
+            lens = torch.randint(256, 3840, (16,), generator=g).tolist()
+            cases.append((gate, 64, lens))
+        run_prefill(ours, chunk_kda, cases, copy_bw, mm, a.reps, results, flush)
+    if 'checkpoints' in parts:
+        ck_cases = [('safe', 32, 32768 if a.quick else 65536, [1024, 4096, 32768])]
+        if not a.quick:
+            ck_cases.append(('softplus', 64, 32768, [1024, 4096, 32768]))
+        run_checkpoints(ours, ck_cases, max(a.reps, 9), results, flush)
+    if 'decode' in parts:
+        batches = [1, 64, 256] if a.quick else [1, 8, 32, 64, 128, 256]
+        for gate in ('softplus', 'safe'):
+            run_decode(ours, fused_recurrent_kda_fwd, batches, 32, gate, copy_bw, results)
+    if a.out:
+        with open(a.out, 'w') as f:
+            json.dump(results, f, indent=1)
+
+
+if __name__ == '__main__':
+    main()

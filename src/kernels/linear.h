@@ -1,0 +1,15 @@
+// Linear layer (one interface for every device): y [T, out] = x [T, in] · Wᵀ, or y += x · Wᵀ,
+// with W a WeightView [out, in] (F32 or BF16) and f32 activations. x and y are 2-D row views
+// (unit column stride, any row stride >= columns, e.g. a column slice of a wider matrix) on the
+// weight's device. x and y must not overlap.
+#pragma once
+
+#include "core/tensor_view.h"
+#include "core/weight_view.h"
+
+namespace ds {
+
+// Throws ds::Error on a shape, dtype or device mismatch (naming the sizes).
+void linear(const TensorView& x, const WeightView& w, const TensorView& y, bool accumulate = false);
+
+}  // namespace ds

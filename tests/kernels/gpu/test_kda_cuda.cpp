@@ -1,0 +1,200 @@
+// CUDA KDA kernels (kernels/kda.h on Device::Cuda) against the f32 per-token oracle / the CPU
+// implementation, on random inputs of awkward shapes. ctest label "gpu"; every test skips with a
+// message when no CUDA device is present.
+//
+// Tolerances. Activations and outputs are bf16 (or f32), the state and all accumulation f32, but
+// the tensor-core operands are bf16: K̂, Q̂, K̃, A = (I+L)⁻¹Diag(β), the intra-chunk scores, the
+// pseudo-values Ṽ and the state itself as the operand of its products, each rounded to 8
+// significant bits (relative error ≤ 2^-9 ≈ 2e-3), as in fla's chunk_kda and FlashKDA. Sums of
+// many such terms with random signs keep the relative error of o and S near that size, so the
+// bound is ‖x − oracle‖ / ‖oracle‖ ≤ 1e-2 for o and every written state (the upper end of the bf16
+// range; the measured values are printed and recorded in docs/perf.md). Slots nobody writes must
+// stay bit-identical. Decode keeps every operand f32: its bound is 1e-5 (f32 I/O) or bf16 output
+// rounding (bf16 I/O).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstring>
+
+#include "../kda_batch_case.h"
+#include "kernels/cuda/device_buffer.h"
+
+namespace ds {
+namespace {
+
+using cuda::DeviceBuffer;
+using test::HostTensor;
+using test::KdaDecodeCase;
+using test::KdaPrefillCase;
+
+class KdaCuda : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device: GPU test skipped";
+  }
+};
+
+DeviceBuffer upload(const HostTensor& t) {
+  return DeviceBuffer::from(t.bytes);
+}
+
+struct PrefillErrors {
+  double o = 0, state = 0;
+};
+
+PrefillErrors run_prefill_case(const KdaPrefillCase& c, const char* name) {
+  DeviceBuffer q = upload(c.q), k = upload(c.k), v = upload(c.v), f = upload(c.f), b = upload(c.b);
+  DeviceBuffer o(c.v.bytes.size());
+  o.fill_bytes(0xff);  // poison: every output element must be written
+  DeviceBuffer pool = DeviceBuffer::from(c.pool), a_log = DeviceBuffer::from(c.a_log),
+               dt = DeviceBuffer::from(c.dt_bias);
+  kda_prefill(c.args(Device::Cuda, q.data(), k.data(), v.data(), f.data(), b.data(), o.data(),
+                     pool.as<float>(), a_log.as<float>(), dt.as<float>()));
+  cuda::check(cudaDeviceSynchronize(), "kda_prefill test");
+  HostTensor got = HostTensor::make(c.v.dtype, c.v.rows, c.v.cols);
+  got.bytes = o.to_host<uint8_t>();
+  const std::vector<float> got_o = got.to_f32(), got_pool = pool.to_host<float>();
+  std::vector<float> want_o, want_pool;
+  c.oracle(want_o, want_pool);
+  PrefillErrors e;
+  e.o = test::rel_l2(got_o.data(), want_o.data(), want_o.size());
+  // Written slots: relative error; all other slots: unchanged bits.
+  std::vector<bool> written(size_t(c.n_slots), false);
+  for (int32_t s : c.final_slot) written[size_t(s)] = true;
+  for (const KdaCheckpointRequest& r : c.checkpoints) written[size_t(r.slot)] = true;
+  const int64_t S = c.state_size();
+  for (int64_t s = 0; s < c.n_slots; ++s) {
+    const float* g = got_pool.data() + s * S;
+    const float* w = want_pool.data() + s * S;
+    if (written[size_t(s)])
+      e.state = std::max(e.state, test::rel_l2(g, w, size_t(S)));
+    else
+      EXPECT_EQ(std::memcmp(g, c.pool.data() + s * S, size_t(S) * sizeof(float)), 0)
+          << "slot " << s << " changed";
+  }
+  std::printf("[kda_prefill %s] T=%lld N=%lld H=%lld: rel L2 error o %.3e, states %.3e\n", name,
+              (long long)c.T(), (long long)c.N(), (long long)c.H, e.o, e.state);
+  return e;
+}
+
+constexpr double kPrefillTol = 1e-2;
+
+void expect_prefill(const KdaPrefillCase& c, const char* name) {
+  const PrefillErrors e = run_prefill_case(c, name);
+  EXPECT_LT(e.o, kPrefillTol) << name;
+  EXPECT_LT(e.state, kPrefillTol) << name;
+}
+
+TEST_F(KdaCuda, PrefillSafeGateAwkwardLengths) {
+  expect_prefill(KdaPrefillCase::make({37, 1, 64, 0, 100, 17}, 4, 128, -5.0f, DType::BF16, 21, 16),
+                 "safe/awkward");
+}
+
+TEST_F(KdaCuda, PrefillSoftplusGateSteepDecayTakesExactPath) {
+  // Odd heads decay by ~30 nats per token: the prep kernel's exact pair path; even heads: mma path.
+  expect_prefill(KdaPrefillCase::make({77, 5, 300}, 4, 128, std::nullopt, DType::BF16, 22, 32, true),
+                 "softplus/steep");
+}
+
+TEST_F(KdaCuda, PrefillSafeGateSteepDecay) {
+  expect_prefill(KdaPrefillCase::make({90, 33}, 2, 128, -5.0f, DType::BF16, 23, 16, true), "safe/steep");
+}
+
+TEST_F(KdaCuda, PrefillF32Activations) {
+  expect_prefill(KdaPrefillCase::make({50, 129}, 2, 128, std::nullopt, DType::F32, 24, 48), "softplus/f32");
+}
+
+TEST_F(KdaCuda, PrefillKimiLinearHeads) {
+  expect_prefill(KdaPrefillCase::make({300, 45}, 32, 128, std::nullopt, DType::BF16, 25, 64),
+                 "kimi-linear H32");
+}
+
+TEST_F(KdaCuda, PrefillK3Heads) {
+  expect_prefill(KdaPrefillCase::make({64, 20}, 96, 128, -5.0f, DType::BF16, 26, 16), "k3 H96");
+}
+
+TEST_F(KdaCuda, PrefillManyShortSequences) {
+  std::vector<int64_t> lens;
+  for (int i = 0; i < 40; ++i) lens.push_back(1 + (i * 7) % 40);
+  expect_prefill(KdaPrefillCase::make(lens, 2, 128, -5.0f, DType::BF16, 27, 16), "40 short");
+}
+
+TEST_F(KdaCuda, PrefillLongSequences) {
+  expect_prefill(KdaPrefillCase::make({4000}, 2, 128, -5.0f, DType::BF16, 28, 1024), "long safe");
+  expect_prefill(KdaPrefillCase::make({3001}, 2, 128, std::nullopt, DType::BF16, 29, 1024), "long softplus");
+}
+
+TEST_F(KdaCuda, PrefillSplitAcrossCallsEqualsOneCall) {
+  // Tokens [0, 96) then [96, 250) with the state carried in a slot == one call over [0, 250).
+  const KdaPrefillCase whole = KdaPrefillCase::make({250}, 2, 128, std::nullopt, DType::BF16, 30);
+  DeviceBuffer q = upload(whole.q), k = upload(whole.k), v = upload(whole.v), f = upload(whole.f),
+               b = upload(whole.b), a_log = DeviceBuffer::from(whole.a_log),
+               dt = DeviceBuffer::from(whole.dt_bias);
+  DeviceBuffer o1(whole.v.bytes.size()), o2(whole.v.bytes.size()), pool = DeviceBuffer::from(whole.pool);
+  KdaPrefillCase one = whole;
+  one.initial_slot = {-1}, one.final_slot = {0}, one.checkpoints = {};
+  kda_prefill(one.args(Device::Cuda, q.data(), k.data(), v.data(), f.data(), b.data(), o1.data(),
+                       pool.as<float>(), a_log.as<float>(), dt.as<float>()));
+  for (auto [begin, end, init] : {std::tuple<int64_t, int64_t, int32_t>{0, 96, -1}, {96, 250, 1}}) {
+    KdaPrefillCase part = whole;
+    part.cu_seqlens = {0, end - begin};
+    part.initial_slot = {init}, part.final_slot = {1}, part.checkpoints = {};
+    const int64_t es = int64_t(dtype_size(whole.q.dtype)), P = whole.H * whole.K;
+    auto at = [&](const DeviceBuffer& d, int64_t cols) {
+      return static_cast<uint8_t*>(d.data()) + begin * cols * es;
+    };
+    part.q.rows = part.k.rows = part.v.rows = part.f.rows = part.b.rows = end - begin;
+    kda_prefill(part.args(Device::Cuda, at(q, P), at(k, P), at(v, P), at(f, P), at(b, whole.H), at(o2, P),
+                          pool.as<float>(), a_log.as<float>(), dt.as<float>()));
+  }
+  const std::vector<float> p = pool.to_host<float>();
+  const int64_t S = whole.state_size();
+  const double ds = test::rel_l2(p.data() + S, p.data(), size_t(S));
+  HostTensor h1 = HostTensor::make(whole.v.dtype, whole.v.rows, whole.v.cols), h2 = h1;
+  h1.bytes = o1.to_host<uint8_t>(), h2.bytes = o2.to_host<uint8_t>();
+  const std::vector<float> f1 = h1.to_f32(), f2 = h2.to_f32();
+  const double dout = test::rel_l2(f2.data(), f1.data(), f1.size());
+  std::printf("[kda_prefill split] rel L2 difference o %.3e, state %.3e\n", dout, ds);
+  EXPECT_LT(dout, kPrefillTol);
+  EXPECT_LT(ds, kPrefillTol);
+}
+
+void expect_decode(const KdaDecodeCase& c, const char* name) {
+  DeviceBuffer q = upload(c.q), k = upload(c.k), v = upload(c.v), f = upload(c.f), b = upload(c.b),
+               r = upload(c.r);
+  DeviceBuffer y(c.r.bytes.size());
+  y.fill_bytes(0xff);
+  DeviceBuffer pool = DeviceBuffer::from(c.pool), conv = DeviceBuffer::from(c.conv);
+  DeviceBuffer taps = DeviceBuffer::from(c.taps), norm = DeviceBuffer::from(c.o_norm);
+  DeviceBuffer a_log = DeviceBuffer::from(c.a_log), dt = DeviceBuffer::from(c.dt_bias);
+  DeviceBuffer slots = DeviceBuffer::from(c.slots);
+  kda_decode(c.args(Device::Cuda, q.data(), k.data(), v.data(), f.data(), b.data(), r.data(), y.data(),
+                    pool.as<float>(), conv.as<float>(), taps.as<float>(), norm.as<float>(), a_log.as<float>(),
+                    dt.as<float>(), slots.as<int32_t>()));
+  cuda::check(cudaDeviceSynchronize(), "kda_decode test");
+  HostTensor got = HostTensor::make(c.r.dtype, c.r.rows, c.r.cols);
+  got.bytes = y.to_host<uint8_t>();
+  const std::vector<float> got_y = got.to_f32(), got_pool = pool.to_host<float>(),
+                           got_conv = conv.to_host<float>();
+  std::vector<float> want_y, want_pool, want_conv;
+  c.reference(want_y, want_pool, want_conv);
+  const double ey = test::rel_l2(got_y.data(), want_y.data(), want_y.size());
+  const double es = test::rel_l2(got_pool.data(), want_pool.data(), want_pool.size());
+  const double ec = test::max_abs_diff(got_conv.data(), want_conv.data(), want_conv.size());
+  std::printf("[kda_decode %s] B=%lld H=%lld: rel L2 error y %.3e, states %.3e; conv max |d| %.1e\n", name,
+              (long long)c.B, (long long)c.H, ey, es, ec);
+  const bool bf16 = c.q.dtype == DType::BF16;
+  EXPECT_LT(ey, bf16 ? 4e-3 : 1e-5) << name;
+  EXPECT_LT(es, 1e-5) << name;
+  EXPECT_EQ(ec, 0.0) << name;  // the window update is a copy
+}
+
+TEST_F(KdaCuda, DecodeMatchesCpu) {
+  expect_decode(KdaDecodeCase::make(1, 4, 128, std::nullopt, DType::BF16, 31), "softplus bf16 B1");
+  expect_decode(KdaDecodeCase::make(7, 4, 128, -5.0f, DType::F32, 32), "safe f32 B7");
+  expect_decode(KdaDecodeCase::make(64, 32, 128, std::nullopt, DType::BF16, 33), "softplus bf16 B64 H32");
+  expect_decode(KdaDecodeCase::make(3, 96, 128, -5.0f, DType::BF16, 34), "safe bf16 B3 H96");
+}
+
+}  // namespace
+}  // namespace ds
