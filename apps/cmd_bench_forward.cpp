@@ -13,11 +13,13 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "bench_floor.h"
 #include "commands.h"
 #include "core/check.h"
 #include "core/dtype.h"
@@ -41,8 +43,9 @@ struct BenchArgs {
   std::vector<int> batches = {1, 16};
   int decode_steps = 16;
   int context = 64;            // prompt tokens of each sequence before the timed decode steps
-  double bw_gbs = 45.0;        // perf-and-deps.md §A.6: streaming read, 2 threads
-  double peak_gflops = 235.0;  // perf-and-deps.md §A.6: OpenBLAS sgemm, 2 threads
+  double bw_gbs = 45.0;        // streaming read, 2 threads, on the 2-core Zen 5 dev box
+  double peak_gflops = 235.0;  // OpenBLAS sgemm 2048³ (OPENBLAS_CORETYPE=Haswell), 2 threads, same box
+  bool measure_floor = false;  // measure both on this machine instead
   std::string work_dir;        // where the synthetic checkpoint is written (default: temp dir)
 };
 
@@ -284,10 +287,18 @@ float init_value(Init kind, int64_t fan_in, Rng& rng) {
   return 0.0f;
 }
 
-// Writes config.json + model.safetensors for the small config into dir.
-void write_small_checkpoint(const std::string& dir, const SmallShape& s) {
+// Writes model.safetensors, then config.json, for the small config into dir. The weights are a
+// pure function of the shape, so a folder whose config.json already equals this one (written
+// last, after complete weights) is reused as is. Returns false when it was reused.
+bool write_small_checkpoint(const std::string& dir, const SmallShape& s) {
+  const std::string config = small_config(s).dump(2) + "\n";
+  {
+    std::ifstream old(dir + "/config.json");
+    const std::string have((std::istreambuf_iterator<char>(old)), std::istreambuf_iterator<char>());
+    if (have == config && std::filesystem::exists(dir + "/model.safetensors")) return false;
+  }
   std::filesystem::create_directories(dir);
-  std::ofstream(dir + "/config.json") << small_config(s).dump(2) << "\n";
+  std::filesystem::remove(dir + "/config.json");
   const auto specs = small_tensors(s);
   std::vector<std::vector<uint16_t>> bf16(specs.size());
   std::vector<std::vector<float>> f32(specs.size());
@@ -310,6 +321,8 @@ void write_small_checkpoint(const std::string& dir, const SmallShape& s) {
     }
   }
   write_safetensors(dir + "/model.safetensors", out);
+  std::ofstream(dir + "/config.json") << config;
+  return true;
 }
 
 // ---- timing the runner -----------------------------------------------------------------------
@@ -433,10 +446,19 @@ std::string load_average() {
   return a.empty() ? "?" : a;
 }
 
-void run_bench_forward(const BenchArgs& a) {
+void run_bench_forward(BenchArgs a) {
   for (int T : a.prefill) DS_CHECK(T >= 1, "--prefill lengths must be >= 1, got {}", T);
   for (int B : a.batches) DS_CHECK(B >= 1, "--batch sizes must be >= 1, got {}", B);
   DS_CHECK(a.decode_steps >= 1 && a.context >= 1, "--decode-steps and --context must be >= 1");
+  if (a.measure_floor) {
+    const MeasuredFloor m = measure_floor();
+    fmt::print(
+        "floor measured: streaming read {:.1f} GB/s; OpenBLAS sgemm 2048^3 {:.1f} GFLOP/s (core {}); "
+        "linear() f32 GEMM {:.1f} GFLOP/s\n",
+        m.read_gbs, m.sgemm_gflops, m.blas_core, m.linear_gflops);
+    a.bw_gbs = m.read_gbs;
+    a.peak_gflops = m.sgemm_gflops;
+  }
   fmt::print(
       "bench forward: {} OpenMP threads, {} kernels, load average {} at start; floors: {:.0f} GB/s, {:.0f} "
       "GFLOP/s\n",
@@ -449,8 +471,10 @@ void run_bench_forward(const BenchArgs& a) {
             ? (std::filesystem::temp_directory_path() / fmt::format("ds-bench-small-{}", getpid())).string()
             : a.work_dir;
     const double t0 = now_s();
-    write_small_checkpoint(dir, SmallShape{});
-    fmt::print("small: synthetic checkpoint written to {} in {:.1f} s\n", dir, now_s() - t0);
+    if (write_small_checkpoint(dir, SmallShape{}))
+      fmt::print("small: synthetic checkpoint written to {} in {:.1f} s\n", dir, now_s() - t0);
+    else
+      fmt::print("small: synthetic checkpoint reused from {}\n", dir);
     try {
       bench_model("small", dir, a);
     } catch (...) {
@@ -478,8 +502,11 @@ void register_bench_forward(CLI::App& bench) {
   cmd->add_option("--context", a->context, "Prompt tokens per sequence before decoding");
   cmd->add_option("--bandwidth-gbs", a->bw_gbs, "Memory floor: streaming bandwidth in GB/s");
   cmd->add_option("--peak-gflops", a->peak_gflops, "Compute floor: f32 GEMM peak in GFLOP/s");
+  cmd->add_flag("--measure-floor", a->measure_floor,
+                "Measure the floor on this machine (streaming read, OpenBLAS sgemm) and use it");
   cmd->add_option("--work-dir", a->work_dir,
-                  "Keep the synthetic checkpoint in this folder (default: temp, removed)");
+                  "Keep the synthetic checkpoint in this folder and reuse it on the next run (default: temp, "
+                  "removed)");
   cmd->callback([a] { run_bench_forward(*a); });
 }
 

@@ -54,6 +54,31 @@ TEST(Linear, AllPathsMatchReferenceOnAwkwardShapes) {
   }
 }
 
+// Shapes beyond one GEMM block: inputs > 1024 (several input blocks accumulated into y) and more
+// than 128 tokens (several token blocks), strided and accumulating.
+TEST(Linear, GemmSpansSeveralBlocks) {
+  const int64_t rows = 37, cols = 2100, T = 300, xs = cols + 3, ys = rows + 2;
+  Weights w = make_weights(rows, cols, 11);
+  for (DType dt : {DType::F32, DType::BF16}) {
+    SCOPED_TRACE(dtype_name(dt));
+    const WeightView wv = w.view(dt, rows, cols);
+    const auto xbig = test::randn(size_t(T * xs), 12);
+    std::vector<float> x(size_t(T * cols));
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t c = 0; c < cols; ++c) x[size_t(t * cols + c)] = xbig[size_t(t * xs + c)];
+    std::vector<float> ref(size_t(T * rows)), y(size_t(T * ys), 0.25f);
+    linear_ref(x.data(), T, wv, ref.data());
+    for (float& r : ref) r += 0.25f;
+    linear_strided(xbig.data(), xs, T, wv, y.data(), ys, /*accumulate=*/true);
+    for (int64_t t = 0; t < T; ++t) {
+      EXPECT_LE(test::max_scaled_err(y.data() + t * ys, ref.data() + t * rows, size_t(rows), kAtol, kRtol),
+                1.0)
+          << "row " << t;
+      EXPECT_EQ(y[size_t(t * ys + rows)], 0.25f);  // padding untouched
+    }
+  }
+}
+
 TEST(Linear, Bf16WeightsAreUpcastExactly) {
   // One weight row of bf16-representable values times a one-hot x picks the value exactly.
   std::vector<uint16_t> w{f32_to_bf16(1.5f), f32_to_bf16(-0.0078125f), f32_to_bf16(3.0e5f)};

@@ -1,10 +1,8 @@
 #include "kernels/cpu/linear.h"
 
-#include <cblas.h>
 #include <omp.h>
 
 #include <algorithm>
-#include <mutex>
 #include <vector>
 
 #include "core/check.h"
@@ -39,49 +37,27 @@ void gemv_dispatch(const float* x, int64_t x_stride, int64_t T, const WeightView
   }
 }
 
-// ---- GEMM path: OpenBLAS sgemm per thread on f32 weight panels -----------------------------
-// OpenBLAS runs single-threaded (set once) and our OpenMP threads split the output features:
-// one thread pool only, so OpenBLAS's own pool never spins against OpenMP's on this 2-core box.
-// Each thread converts its bf16 weight rows in panels of ~kPanelBytes (L2-sized) and calls sgemm.
-constexpr int64_t kPanelBytes = int64_t(512) << 10;
-
-void blas_single_threaded() {
-  static std::once_flag once;
-  std::call_once(once, [] { openblas_set_num_threads(1); });
-}
-
-void gemm_rows(const float* x, int64_t x_stride, int64_t T, const WeightView& w, int64_t r_begin,
-               int64_t r_end, float* y, int64_t y_stride, float beta, std::vector<float>& panel) {
-  if (w.dtype == DType::F32) {
-    const float* wp = static_cast<const float*>(w.data) + r_begin * w.cols;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(T), int(r_end - r_begin), int(w.cols), 1.0f, x,
-                int(x_stride), wp, int(w.cols), beta, y + r_begin, int(y_stride));
-    return;
-  }
-  const int64_t panel_rows = std::max<int64_t>(16, kPanelBytes / (4 * w.cols));
-  panel.resize(size_t(std::min(panel_rows, r_end - r_begin) * w.cols));
-  for (int64_t r0 = r_begin; r0 < r_end; r0 += panel_rows) {
-    const int64_t nr = std::min(panel_rows, r_end - r0);
-    const uint16_t* src = static_cast<const uint16_t*>(w.data) + r0 * w.cols;
-    cpu::kernels().bf16_to_f32(src, nr * w.cols, panel.data());
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(T), int(nr), int(w.cols), 1.0f, x, int(x_stride),
-                panel.data(), int(w.cols), beta, y + r0, int(y_stride));
-  }
-}
-
+// ---- GEMM path: more activation rows ------------------------------------------------------
+// Each thread owns a contiguous range of output features (a multiple of the body's micro-tile
+// rows); the body (isa/gemm_body.h) widens bf16 weights block by block as it goes.
 void gemm_dispatch(const float* x, int64_t x_stride, int64_t T, const WeightView& w, float* y,
                    int64_t y_stride, bool acc) {
-  blas_single_threaded();
-  const float beta = acc ? 1.0f : 0.0f;
-  const bool parallel = w.rows >= 32 && T * w.rows * w.cols >= (int64_t(1) << 20);
+  const cpu::KernelTable& k = cpu::kernels();
+  const bool parallel = w.rows >= 2 * k.gemm_nr && T * w.rows * w.cols >= (int64_t(1) << 20);
 #pragma omp parallel if (parallel)
   {
     const int64_t nt = omp_get_num_threads(), id = omp_get_thread_num();
-    // Contiguous row ranges, multiples of 16 so sgemm's column tiles stay whole.
-    const int64_t per = ((w.rows + nt - 1) / nt + 15) / 16 * 16;
-    const int64_t r_begin = std::min(w.rows, id * per), r_end = std::min(w.rows, r_begin + per);
-    std::vector<float> panel;
-    if (r_begin < r_end) gemm_rows(x, x_stride, T, w, r_begin, r_end, y, y_stride, beta, panel);
+    const int64_t per = ((w.rows + nt - 1) / nt + k.gemm_nr - 1) / k.gemm_nr * k.gemm_nr;
+    const int64_t r0 = std::min(w.rows, id * per), r1 = std::min(w.rows, r0 + per);
+    if (r0 < r1) {
+      std::vector<float> scratch(static_cast<size_t>(k.gemm_scratch_floats));
+      if (w.dtype == DType::BF16)
+        k.gemm_bf16(x, x_stride, T, static_cast<const uint16_t*>(w.data), w.cols, r0, r1, y, y_stride, acc,
+                    scratch.data());
+      else
+        k.gemm_f32(x, x_stride, T, static_cast<const float*>(w.data), w.cols, r0, r1, y, y_stride, acc,
+                   scratch.data());
+    }
   }
 }
 

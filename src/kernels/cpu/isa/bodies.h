@@ -8,6 +8,8 @@
 //
 #include "kernels/cpu/isa/linear_body.h"
 //
+#include "kernels/cpu/isa/gemm_body.h"
+//
 #include "kernels/cpu/isa/small_gemm_body.h"
 //
 #include "kernels/cpu/isa/kda_body.h"

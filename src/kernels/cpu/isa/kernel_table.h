@@ -19,7 +19,9 @@
 
 namespace ds::cpu {
 
-inline constexpr int64_t kKdaSub = 16;  // chunked KDA: sub-block rows (exact pairwise decay inside)
+inline constexpr int64_t kKdaSub = 16;    // chunked KDA: sub-block rows (exact pairwise decay inside)
+inline constexpr int64_t kGemmKc = 1024;  // linear GEMM: inputs per block
+inline constexpr int64_t kGemmTb = 128;   // linear GEMM: tokens per block
 
 // Row views of one KDA head inside the [T, H, D] inputs.
 struct KdaHeadRows {
@@ -45,6 +47,15 @@ struct KernelTable {
   void (*gemv_f32)(const float* x, int64_t xs, int64_t T, const float* w, int64_t cols, int64_t r0,
                    int64_t r1, float* y, int64_t ys, bool acc);
   void (*bf16_to_f32)(const uint16_t* src, int64_t n, float* dst);  // exact widening
+
+  // The same product for many activation rows (GEMM, any T): output features [n0, n1) of one
+  // thread; scratch holds gemm_scratch_floats floats. Split n at multiples of gemm_nr.
+  int64_t gemm_nr;
+  int64_t gemm_scratch_floats;
+  void (*gemm_bf16)(const float* x, int64_t xs, int64_t T, const uint16_t* w, int64_t cols, int64_t n0,
+                    int64_t n1, float* y, int64_t ys, bool acc, float* scratch);
+  void (*gemm_f32)(const float* x, int64_t xs, int64_t T, const float* w, int64_t cols, int64_t n0,
+                   int64_t n1, float* y, int64_t ys, bool acc, float* scratch);
 
   // C[m, n] = beta_c · C + alpha · A[m, k] · B[k, n] (beta_c 0 or 1), single thread.
   void (*small_gemm)(int64_t m, int64_t n, int64_t k, float alpha, const float* A, int64_t lda,

@@ -12,6 +12,10 @@ inline KernelTable make_table(CpuIsa isa) {
   t.gemv_bf16 = &gemv_bf16;
   t.gemv_f32 = &gemv_f32;
   t.bf16_to_f32 = &bf16_to_f32;
+  t.gemm_nr = kGemmNr;
+  t.gemm_scratch_floats = gemm_scratch_floats();
+  t.gemm_bf16 = &gemm_bf16;
+  t.gemm_f32 = &gemm_f32;
   t.small_gemm = &small_gemm;
   t.exp = &exp_array;
   t.silu = &silu_array;

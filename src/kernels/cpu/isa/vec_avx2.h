@@ -9,6 +9,8 @@ using vf = __m256;
 inline constexpr int kGemvTokens = 2;  // activation rows per GEMV tile (x 4 weight rows)
 inline constexpr int kGemmRows = 4;    // small_gemm rows of A per micro-tile
 inline constexpr int kGemmVecs = 2;    // small_gemm vectors of B per micro-tile
+inline constexpr int kGemmNr = 6;      // linear GEMM: weight rows per micro-tile
+inline constexpr int kGemmTv = 2;      // linear GEMM: token vectors per micro-tile
 inline constexpr int kKdaVecs = 2;     // KDA recurrence tile width in vectors
 inline constexpr int64_t kLanes = 8;
 
@@ -94,6 +96,25 @@ inline vf vscale2(vf p, vf n) {
   const vf f1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(h, bias), 23));
   const vf f2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_sub_epi32(ni, h), bias), 23));
   return _mm256_mul_ps(_mm256_mul_ps(p, f1), f2);
+}
+
+// In-place transpose of an 8 x 8 block held in 8 vectors: r[j][i] <- r[i][j].
+inline void vtranspose(vf* r) {
+  vf t[8], u[8];
+  for (int p = 0; p < 4; ++p) {
+    t[2 * p] = _mm256_unpacklo_ps(r[2 * p], r[2 * p + 1]);
+    t[2 * p + 1] = _mm256_unpackhi_ps(r[2 * p], r[2 * p + 1]);
+  }
+  for (int g = 0; g < 2; ++g) {  // u[4g + c], 128-bit lane L: column 4L + c, rows 4g .. 4g + 3
+    u[4 * g + 0] = _mm256_shuffle_ps(t[4 * g], t[4 * g + 2], _MM_SHUFFLE(1, 0, 1, 0));
+    u[4 * g + 1] = _mm256_shuffle_ps(t[4 * g], t[4 * g + 2], _MM_SHUFFLE(3, 2, 3, 2));
+    u[4 * g + 2] = _mm256_shuffle_ps(t[4 * g + 1], t[4 * g + 3], _MM_SHUFFLE(1, 0, 1, 0));
+    u[4 * g + 3] = _mm256_shuffle_ps(t[4 * g + 1], t[4 * g + 3], _MM_SHUFFLE(3, 2, 3, 2));
+  }
+  for (int c = 0; c < 4; ++c) {
+    r[c] = _mm256_permute2f128_ps(u[c], u[4 + c], 0x20);
+    r[c + 4] = _mm256_permute2f128_ps(u[c], u[4 + c], 0x31);
+  }
 }
 
 }  // namespace ds::cpu::DS_ISA

@@ -10,6 +10,8 @@ using vf = __m512;
 inline constexpr int kGemvTokens = 4;  // activation rows per GEMV tile (x 4 weight rows)
 inline constexpr int kGemmRows = 4;    // small_gemm rows of A per micro-tile
 inline constexpr int kGemmVecs = 4;    // small_gemm vectors of B per micro-tile
+inline constexpr int kGemmNr = 12;     // linear GEMM: weight rows per micro-tile
+inline constexpr int kGemmTv = 2;      // linear GEMM: token vectors per micro-tile
 inline constexpr int kKdaVecs = 2;     // KDA recurrence tile width in vectors
 inline constexpr int64_t kLanes = 16;
 
@@ -82,6 +84,30 @@ inline vf vround(vf a) {  // to nearest, ties to even
 // become correctly rounded denormals and then 0.
 inline vf vscale2(vf p, vf n) {
   return _mm512_scalef_ps(p, n);
+}
+
+// In-place transpose of a 16 x 16 block held in 16 vectors: r[j][i] <- r[i][j].
+inline void vtranspose(vf* r) {
+  vf t[16], u[16];
+  for (int p = 0; p < 8; ++p) {
+    t[2 * p] = _mm512_unpacklo_ps(r[2 * p], r[2 * p + 1]);
+    t[2 * p + 1] = _mm512_unpackhi_ps(r[2 * p], r[2 * p + 1]);
+  }
+  for (int g = 0; g < 4; ++g) {  // u[4g + c], 128-bit lane L: column 4L + c, rows 4g .. 4g + 3
+    u[4 * g + 0] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], _MM_SHUFFLE(1, 0, 1, 0));
+    u[4 * g + 1] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], _MM_SHUFFLE(3, 2, 3, 2));
+    u[4 * g + 2] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], _MM_SHUFFLE(1, 0, 1, 0));
+    u[4 * g + 3] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], _MM_SHUFFLE(3, 2, 3, 2));
+  }
+  for (int c = 0; c < 4; ++c) {
+    const vf v0 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0x88), v4 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0xdd);
+    const vf v8 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0x88);
+    const vf v12 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0xdd);
+    r[c] = _mm512_shuffle_f32x4(v0, v8, 0x88);
+    r[c + 8] = _mm512_shuffle_f32x4(v0, v8, 0xdd);
+    r[c + 4] = _mm512_shuffle_f32x4(v4, v12, 0x88);
+    r[c + 12] = _mm512_shuffle_f32x4(v4, v12, 0xdd);
+  }
 }
 
 }  // namespace ds::cpu::DS_ISA

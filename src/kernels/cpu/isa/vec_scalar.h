@@ -9,6 +9,8 @@ namespace ds::cpu::DS_ISA {
 inline constexpr int kGemvTokens = 2;  // activation rows per GEMV tile (x 4 weight rows)
 inline constexpr int kGemmRows = 4;    // small_gemm rows of A per micro-tile
 inline constexpr int kGemmVecs = 2;    // small_gemm vectors of B per micro-tile
+inline constexpr int kGemmNr = 4;      // linear GEMM: weight rows per micro-tile
+inline constexpr int kGemmTv = 2;      // linear GEMM: token vectors per micro-tile
 inline constexpr int kKdaVecs = 2;     // KDA recurrence tile width in vectors
 inline constexpr int64_t kLanes = 8;
 struct vf {
@@ -123,6 +125,16 @@ inline vf vscale2(vf p, vf n) {
     r.v[i] = p.v[i] * f1 * f2;
   }
   return r;
+}
+
+// In-place transpose of a kLanes x kLanes block held in kLanes vectors: r[j][i] <- r[i][j].
+inline void vtranspose(vf* r) {
+  for (int i = 0; i < kLanes; ++i)
+    for (int j = i + 1; j < kLanes; ++j) {
+      const float a = r[i].v[j];
+      r[i].v[j] = r[j].v[i];
+      r[j].v[i] = a;
+    }
 }
 
 }  // namespace ds::cpu::DS_ISA
