@@ -21,6 +21,9 @@ struct ReplayFlags {
   std::string trace;
   std::string concurrency = "1,2,4,8,16,24,32";
   std::string retention, eviction, tiers;
+  std::string kv_dtype = "fp8";
+  std::string expert_format;  // "" = the model config's
+  std::string scheduler = "mixed";
   std::string out;
   bool skip_bad = false;
   bool json = false;
@@ -75,11 +78,24 @@ void run(ReplayFlags& f, const CLI::App& cmd) {
     return run_endpoint_replay_cli(cmd, f.endpoint, f.setup, f.trace, f.skip_bad, f.setup.concurrency, f.json,
                                    f.out);
   f.setup.variants = variants_from(f);
+  DS_CHECK(f.kv_dtype == "fp8" || f.kv_dtype == "bf16", "--kv-dtype must be fp8 or bf16, got '{}'",
+           f.kv_dtype);
+  f.setup.kv_dtype_bytes = f.kv_dtype == "fp8" ? 1 : 2;
+  DS_CHECK(f.scheduler == "mixed" || f.scheduler == "prefill-first",
+           "--scheduler must be mixed or prefill-first, got '{}'", f.scheduler);
+  f.setup.mixed_batches = f.scheduler == "mixed";
+  if (!f.expert_format.empty()) {
+    DS_CHECK(f.expert_format == "mxfp4" || f.expert_format == "nvfp4" || f.expert_format == "bf16",
+             "--expert-format must be mxfp4, nvfp4 or bf16, got '{}'", f.expert_format);
+    // Storage bits incl. scales: MXFP4 one E8M0 per 32, NVFP4 one FP8 per 16.
+    f.setup.routed_expert_bits = f.expert_format == "mxfp4" ? 4.25 : f.expert_format == "nvfp4" ? 4.5 : 16;
+  }
   DS_CHECK(f.threads >= 1 && f.threads <= 256, "--threads must be in [1, 256], got {}", f.threads);
   TraceOptions topt;
   topt.skip_bad = f.skip_bad;
   Trace trace = load_trace(f.trace, topt);
   if (!trace.closed_loop) f.setup.concurrency = {1};  // open loop: arrivals set the load
+  if (f.setup.harness.empty()) f.setup.harness = trace.fixed_length ? "bench" : "default";
   PreparedSweep sweep = prepare_sweep(f.setup);
   if (!f.json)
     fmt::print(
@@ -130,6 +146,32 @@ void register_replay(CLI::App& app) {
   cmd->add_option("--eviction", flags->eviction,
                   "eviction: leaf-lru | consumed-state-lru | flop-per-byte[:alpha] | seglen[:w]");
   cmd->add_option("--tiers", flags->tiers, "cache tiers: hbm | hbm,dram");
+  cmd->add_option("--dcp", flags->setup.dcp,
+                  "decode context parallel size (splits the MLA KV; divides --gpus)")
+      ->capture_default_str();
+  cmd->add_option("--kv-dtype", flags->kv_dtype, "MLA KV cache dtype: fp8 or bf16")->capture_default_str();
+  cmd->add_option("--expert-format", flags->expert_format,
+                  "routed expert storage: mxfp4 | nvfp4 | bf16 (default: the model config's)");
+  cmd->add_option(
+      "--expert-compute-bits", flags->setup.expert_compute_bits,
+      "precision of routed-expert GEMMs: 4 | 8 | 16 (default: storage precision if the GPU has it)");
+  cmd->add_option("--step-overhead", flags->setup.step_overhead_s,
+                  "fixed host time per engine step, s (default: the hardware profile's step_overhead_s)");
+  cmd->add_option("--spec-draft", flags->setup.spec.draft_tokens,
+                  "speculative decoding: draft tokens proposed per step (0 = off)")
+      ->capture_default_str();
+  cmd->add_option("--spec-accept", flags->setup.spec.acceptance_length,
+                  "speculative decoding: mean tokens committed per verify step, bonus token included")
+      ->capture_default_str();
+  cmd->add_option("--spec-draft-cost", flags->setup.spec.draft_cost_fraction,
+                  "speculative decoding: drafter time as a fraction of a verify step")
+      ->capture_default_str();
+  cmd->add_option("--scheduler", flags->scheduler,
+                  "batching: mixed (prefill chunks ride with decodes, vLLM) | prefill-first (SGLang)")
+      ->capture_default_str();
+  cmd->add_option(
+      "--harness", flags->setup.harness,
+      "replay semantics: default | bench (all lanes at t=0, no warm-up; default for random: traces)");
   cmd->add_option("--kv-budget-tokens", flags->setup.kv_budget_tokens,
                   "device cache budget in MLA-KV tokens (overrides the planner)");
   cmd->add_option("--seed", flags->setup.seed, "seed (session order, lane starts, fake tokens)")

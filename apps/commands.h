@@ -7,11 +7,12 @@
 
 namespace ds::cli {
 
-void register_replay(CLI::App& app);    // cmd_replay.cpp   — trace replay (simulated or live)
-void register_plan(CLI::App& app);      // cmd_plan.cpp     — memory planner
-void register_logits(CLI::App& app);    // cmd_logits.cpp   — token ids -> logits safetensors
-void register_generate(CLI::App& app);  // cmd_generate.cpp — greedy generation from token ids
-void register_bench(CLI::App& app);     // cmd_bench.cpp    — benchmarks (adds the bench_* below)
+void register_replay(CLI::App& app);     // cmd_replay.cpp   — trace replay (simulated or live)
+void register_plan(CLI::App& app);       // cmd_plan.cpp     — memory planner
+void register_calibrate(CLI::App& app);  // cmd_calibrate.cpp — cost model vs published measurements
+void register_logits(CLI::App& app);     // cmd_logits.cpp   — token ids -> logits safetensors
+void register_generate(CLI::App& app);   // cmd_generate.cpp — greedy generation from token ids
+void register_bench(CLI::App& app);      // cmd_bench.cpp    — benchmarks (adds the bench_* below)
 
 void register_bench_forward(CLI::App& bench);    // cmd_bench_forward.cpp
 void register_bench_cache(CLI::App& bench);      // cmd_bench_cache.cpp

@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   app.set_help_all_flag("--help-all", "Print help for every subcommand");
   ds::cli::register_replay(app);
   ds::cli::register_plan(app);
+  ds::cli::register_calibrate(app);
   ds::cli::register_logits(app);
   ds::cli::register_generate(app);
   ds::cli::register_bench(app);

@@ -4,26 +4,9 @@
 #include "core/hash.h"
 
 namespace ds {
-namespace {
-
-void add_cost(StepCost& sum, const StepCost& c) {
-  sum.total_s += c.total_s;
-  sum.weights_s += c.weights_s;
-  sum.attn_s += c.attn_s;
-  sum.kda_s += c.kda_s;
-  sum.gemm_s += c.gemm_s;
-  sum.transfer_s += c.transfer_s;
-  sum.flops += c.flops;
-  sum.bytes += c.bytes;
-}
-
-}  // namespace
 
 SimExecutor::SimExecutor(const CostModel& cost_model, const SimExecutorConfig& config)
-    : cost_model_(cost_model), config_(config) {
-  DS_CHECK(config.step_overhead_s >= 0, "sim executor: step_overhead_s must be >= 0, got {}",
-           config.step_overhead_s);
-}
+    : cost_model_(cost_model), config_(config) {}
 
 int32_t SimExecutor::fake_token(RequestId request, int64_t position) const {
   uint64_t h = splitmix64(config_.seed ^ splitmix64(static_cast<uint64_t>(request) * 0x100000001b3ULL +
@@ -47,10 +30,10 @@ StepResult SimExecutor::execute(const SchedulePlan& plan) {
   }
   if (!plan.seqs.empty()) {
     last_ = cost_model_.step(work_);
-    result.duration_s = last_.total_s + config_.step_overhead_s;
+    result.duration_s = last_.total_s;
     DS_CHECK(result.duration_s >= 0, "sim executor: negative step time {} s", result.duration_s);
   }
-  add_cost(total_, last_);
+  accumulate(total_, last_);
   ++n_steps_;
   return result;
 }

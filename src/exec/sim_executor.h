@@ -14,8 +14,7 @@
 namespace ds {
 
 struct SimExecutorConfig {
-  uint64_t seed = 0;           // fake-token stream seed
-  double step_overhead_s = 0;  // fixed per-step host overhead added to the roofline time
+  uint64_t seed = 0;  // fake-token stream seed (the per-step host overhead is the cost model's)
 };
 
 class SimExecutor final : public Executor {
@@ -26,7 +25,7 @@ class SimExecutor final : public Executor {
   StepResult execute(const SchedulePlan& plan) override;
 
   const StepCost& last_cost() const { return last_; }    // breakdown of the last execute()
-  const StepCost& total_cost() const { return total_; }  // summed over all executed steps
+  const StepCost& total_cost() const { return total_; }  // summed over all executed steps, every part
   int64_t n_steps() const { return n_steps_; }
 
   // Fake token for (request, position): a fixed mix of the seed, never depends on call order.

@@ -44,6 +44,7 @@ constexpr NumberField kFields[] = {
     {"host_link_efficiency", &HardwareProfile::host_link_efficiency, true, true},
     {"comm_latency_s", &HardwareProfile::comm_latency_s, false, false},
     {"runtime_reserve_bytes", &HardwareProfile::runtime_reserve_bytes, false, false},
+    {"step_overhead_s", &HardwareProfile::step_overhead_s, false, false},
 };
 
 // Folders that may hold the bundled `profiles/` tree, most specific first.

@@ -32,6 +32,7 @@ struct HardwareProfile {
   double host_link_efficiency = 1;   // fraction of host link bandwidth reached by host<->GPU copies
   double comm_latency_s = 0;         // fixed cost of one TP allreduce
   double runtime_reserve_bytes = 0;  // per GPU: CUDA graphs, NCCL / cuBLAS workspaces, allocator slack
+  double step_overhead_s = 0;        // fixed host time per engine step (scheduling, launches, sampling)
 
   std::map<std::string, std::string> sources;  // field name -> where the number comes from
 

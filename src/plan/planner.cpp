@@ -19,6 +19,7 @@ void check_options(const ModelProfile& model, const PlanOptions& opt) {
   DS_CHECK(opt.tp >= 1, "--tp must be >= 1, got {}", opt.tp);
   DS_CHECK(opt.gpus >= 1, "--gpus must be >= 1, got {}", opt.gpus);
   DS_CHECK(opt.gpus % opt.tp == 0, "--gpus {} is not a multiple of --tp {}", opt.gpus, opt.tp);
+  DS_CHECK(opt.dcp >= 1 && opt.tp % opt.dcp == 0, "--dcp {} must divide --tp {}", opt.dcp, opt.tp);
   DS_CHECK(opt.kv_dtype_bytes == 1 || opt.kv_dtype_bytes == 2, "KV dtype must be fp8 or bf16, got {} bytes",
            opt.kv_dtype_bytes);
   DS_CHECK(opt.gpu_memory_utilization > 0 && opt.gpu_memory_utilization <= 1,
@@ -63,6 +64,7 @@ MemoryPlan make_plan(const ModelProfile& model, const HardwareProfile& hw, const
   p.hardware = hw.name;
   p.gpus = opt.gpus;
   p.tp = opt.tp;
+  p.dcp = opt.dcp;
   p.replicas = opt.gpus / opt.tp;
   p.kv_dtype_bytes = opt.kv_dtype_bytes;
   p.total_params = model.total_params();
@@ -76,7 +78,7 @@ MemoryPlan make_plan(const ModelProfile& model, const HardwareProfile& hw, const
   const double left = p.usable_bytes - p.weight_bytes - p.activation_bytes - p.runtime_reserve_bytes;
   p.fits = left > 0;
   p.cache_bytes = std::max(0.0, left);
-  p.kv_bytes_per_token = model.kv_bytes_per_token(opt.kv_dtype_bytes);
+  p.kv_bytes_per_token = (model.kv_bytes_per_token(opt.kv_dtype_bytes) + opt.dcp - 1) / opt.dcp;
   if (p.kv_bytes_per_token > 0)
     p.kv_token_budget_per_replica = int64_t(std::floor(p.cache_bytes / double(p.kv_bytes_per_token)));
   p.kv_token_budget = p.kv_token_budget_per_replica * p.replicas;
@@ -86,13 +88,28 @@ MemoryPlan make_plan(const ModelProfile& model, const HardwareProfile& hw, const
     p.checkpoint_tokens_equiv = p.kda_state_bytes_per_gpu / double(p.kv_bytes_per_token);
   p.host_dram_bytes = hw.host_dram_bytes;
 
-  const CostModel cost(model, hw, CostOptions{opt.tp, opt.kv_dtype_bytes, 64});
+  if (p.fits && model.config.n_mla_layers() > 0) {
+    VllmBudget& v = p.vllm;
+    v.geometry = vllm_geometry(model, VllmGeometryOptions{.tp = opt.tp,
+                                                          .dcp = opt.dcp,
+                                                          .kv_dtype_bytes = opt.kv_dtype_bytes,
+                                                          .max_model_len = opt.max_model_len});
+    v.cuda_graph_bytes = hw.hbm_bytes * opt.vllm_cuda_graph_fraction;
+    v.cache_bytes = std::max(0.0, p.cache_bytes - v.cuda_graph_bytes);
+    v.num_blocks = v.geometry.num_blocks(v.cache_bytes);
+    v.raw_tokens = v.num_blocks * v.geometry.block_tokens * opt.dcp;
+    v.reported_tokens = v.geometry.reported_tokens(v.cache_bytes) * opt.dcp;
+  }
+
+  const CostModel cost(model, hw,
+                       CostOptions{.tp = opt.tp, .dcp = opt.dcp, .kv_dtype_bytes = opt.kv_dtype_bytes});
   for (int64_t t : opt.throughput_prompt_tokens) {
     DS_CHECK(t >= 1, "throughput prompt length must be >= 1, got {}", t);
     KvThroughputPoint pt;
     pt.prompt_tokens = t;
     pt.prefill_s = cost.prefill_time_s(t, opt.max_batched_tokens);
-    pt.kv_bytes = double(t) * double(p.kv_bytes_per_token) + double(p.kda_state_bytes);
+    pt.kv_bytes =
+        double(t) * double(model.kv_bytes_per_token(opt.kv_dtype_bytes)) + double(p.kda_state_bytes);
     pt.kv_bytes_per_s = pt.prefill_s > 0 ? pt.kv_bytes / pt.prefill_s : 0;
     p.kv_throughput.push_back(pt);
   }
@@ -105,6 +122,7 @@ std::string plan_json(const MemoryPlan& p) {
   j["hardware"] = p.hardware;
   j["gpus"] = p.gpus;
   j["tp"] = p.tp;
+  j["dcp"] = p.dcp;
   j["replicas"] = p.replicas;
   j["kv_dtype_bytes"] = p.kv_dtype_bytes;  // 1 = fp8, 2 = bf16
   j["total_params"] = p.total_params;
@@ -133,6 +151,19 @@ std::string plan_json(const MemoryPlan& p) {
                   {"kv_gbit_per_s", pt.kv_bytes_per_s * 8 / 1e9}});
   }
   j["kv_throughput"] = tp;
+  if (p.vllm.geometry.block_tokens > 0) {
+    const VllmBudget& v = p.vllm;
+    j["vllm"] = {{"block_tokens", v.geometry.block_tokens},
+                 {"kda_groups", v.geometry.n_kda_groups},
+                 {"layers_per_group", v.geometry.layers_per_group},
+                 {"block_bytes_per_gpu", v.geometry.block_bytes},
+                 {"state_padding", v.geometry.state_padding},
+                 {"cuda_graph_bytes_per_gpu", v.cuda_graph_bytes},
+                 {"cache_bytes_per_gpu", v.cache_bytes},
+                 {"num_blocks", v.num_blocks},
+                 {"raw_tokens", v.raw_tokens},
+                 {"reported_tokens", v.reported_tokens}};
+  }
   return j.dump(2);
 }
 
@@ -163,6 +194,21 @@ std::string plan_table(const MemoryPlan& p) {
   line("KDA state per sequence", fmt::format("{:.1f} MB ({:.1f} MB per GPU)", p.kda_state_bytes / 1e6,
                                              p.kda_state_bytes_per_gpu / 1e6));
   line("one checkpoint costs", fmt::format("{:.0f} KV tokens", p.checkpoint_tokens_equiv));
+  if (p.vllm.geometry.block_tokens > 0) {
+    const VllmBudget& v = p.vllm;
+    const VllmGeometry& g = v.geometry;
+    s += "as vLLM's hybrid allocator would report it (one pool, page-unified blocks):\n";
+    line("attention block / KDA groups",
+         fmt::format("{} tokens; {} KDA group{} of {} layers (state page padded {:+.1f} %)", g.block_tokens,
+                     g.n_kda_groups, g.n_kda_groups == 1 ? "" : "s", g.layers_per_group,
+                     100 * g.state_padding));
+    line("CUDA-graph pool (vLLM >= 0.19)", fmt::format("-{} ({:.2f} % of HBM)", gib(v.cuda_graph_bytes),
+                                                       100 * v.cuda_graph_bytes / p.hbm_bytes));
+    line("cache in whole blocks", fmt::format("{} -> {} blocks of {:.2f} MiB", gib(v.cache_bytes),
+                                              v.num_blocks, double(g.block_bytes) / (1 << 20)));
+    line("tokens: all blocks / reported", fmt::format("{} / {} (\"GPU KV cache size\": max concurrency x {})",
+                                                      v.raw_tokens, v.reported_tokens, g.max_model_len));
+  }
   s += "KV throughput (KV bytes / prefill time, one prompt):\n";
   for (const KvThroughputPoint& pt : p.kv_throughput) {
     line(fmt::format("{}k prompt", pt.prompt_tokens / 1024),

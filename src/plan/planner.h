@@ -18,16 +18,38 @@
 
 #include "plan/hardware_profile.h"
 #include "plan/model_profile.h"
+#include "plan/vllm_geometry.h"
 
 namespace ds {
+
+// vLLM >= 0.19 profiles the CUDA-graph pool into the KV budget by default
+// (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1). Its size, as a fraction of device memory, measured
+// for Kimi K2.5 at TP8 on B300: the vLLM log asks to "increase --gpu-memory-utilization from 0.9000
+// to 0.9046 to maintain the same effective KV cache size" (MoonshotAI/Kimi-K2.5#34).
+inline constexpr double kVllmCudaGraphFraction = 0.0046;
 
 struct PlanOptions {
   int gpus = 8;                          // GPUs in the node
   int tp = 8;                            // tensor-parallel size; gpus / tp data-parallel replicas
+  int dcp = 1;                           // decode context parallel: the MLA KV split over dcp ranks
   int kv_dtype_bytes = 1;                // 1 = fp8, 2 = bf16 MLA latent cache
   double gpu_memory_utilization = 0.90;  // vLLM default (and the InferenceX K3 B300 recipe)
   int64_t max_batched_tokens = 8192;     // vLLM API-server default: profiling pass and prefill chunk
   std::vector<int64_t> throughput_prompt_tokens = {8192, 32768, 131072};
+  int64_t max_model_len = 1 << 20;  // for vLLM's reported token count
+  double vllm_cuda_graph_fraction = kVllmCudaGraphFraction;
+};
+
+// The budget vLLM itself reports for this deployment: the planner's cache bytes minus the CUDA-graph
+// pool it profiles, in whole blocks of its hybrid geometry, reported as max_concurrency x
+// max_model_len. Each step is a named term (docs/cost_model.md "Memory geometry").
+struct VllmBudget {
+  VllmGeometry geometry;
+  double cuda_graph_bytes = 0;  // per GPU
+  double cache_bytes = 0;       // per GPU, after the CUDA-graph pool
+  int64_t num_blocks = 0;
+  int64_t raw_tokens = 0;       // num_blocks x block_tokens (every block holding MLA KV)
+  int64_t reported_tokens = 0;  // vLLM's "GPU KV cache size: N tokens"
 };
 
 struct KvThroughputPoint {
@@ -39,7 +61,7 @@ struct KvThroughputPoint {
 
 struct MemoryPlan {
   std::string model, hardware;
-  int gpus = 0, tp = 0, replicas = 0, kv_dtype_bytes = 0;
+  int gpus = 0, tp = 0, dcp = 1, replicas = 0, kv_dtype_bytes = 0;
   int64_t total_params = 0, active_params_per_token = 0;
   double weight_bytes_total = 0;
   // Per GPU.
@@ -50,7 +72,7 @@ struct MemoryPlan {
   double runtime_reserve_bytes = 0;
   double cache_bytes = 0;  // left for MLA KV + KDA states; 0 when it does not fit
   bool fits = false;
-  int64_t kv_bytes_per_token = 0;  // per GPU (replicated latent)
+  int64_t kv_bytes_per_token = 0;  // per GPU (replicated latent; 1/dcp of it under DCP)
   int64_t kv_token_budget_per_replica = 0;
   int64_t kv_token_budget = 0;         // all replicas of the node
   int64_t kda_state_bytes = 0;         // one sequence, whole model
@@ -58,6 +80,7 @@ struct MemoryPlan {
   double checkpoint_tokens_equiv = 0;  // kda_state_bytes_per_gpu / kv_bytes_per_token
   double host_dram_bytes = 0;          // per GPU share (a second cache tier)
   std::vector<KvThroughputPoint> kv_throughput;
+  VllmBudget vllm;  // only for hybrid KDA + MLA models that fit (layers_per_group > 0)
 };
 
 // Live activation bytes per batched token in the largest layer (see the rule above).

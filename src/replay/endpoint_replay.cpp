@@ -329,8 +329,7 @@ RunMetrics run_endpoint_replay(const Trace& trace, const ReplayConfig& cfg, cons
   m.elapsed_virtual_s = now_s();
   const double start = n_warmup_open == 0 ? measure_start_s : 0;
   const int64_t out0 = n_warmup_open == 0 ? n_output_at_measure : 0;
-  const double window = m.elapsed_virtual_s - start;
-  m.output_tok_s_per_gpu = window > 0 ? double(n_output_total - out0) / window / std::max(cfg.gpus, 1) : 0;
+  set_throughput(m, m.elapsed_virtual_s - start, n_output_total - out0, cfg.gpus);
   m.n_warmup_requests = n_warmup;
   m.n_errors = n_errors;
   m.first_error = first_error;

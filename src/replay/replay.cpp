@@ -156,13 +156,16 @@ RunMetrics ReplayRun::metrics() const {
   m.kv_budget_tokens = cfg_.kv_budget_tokens;
   std::vector<std::string> tiers;
   for (const auto& t : cfg_.cache.tiers) tiers.push_back(t.name);
-  summarize_samples(samples_, tiers, m);
-  m.elapsed_virtual_s = engine_.now_s();
-  double start = n_warmup_open_ == 0 ? measure_start_s_ : 0;
-  int64_t out0 = n_warmup_open_ == 0 ? n_output_at_measure_ : 0;
-  double window = m.elapsed_virtual_s - start;
-  m.output_tok_s_per_gpu =
-      window > 0 ? static_cast<double>(n_output_total_ - out0) / window / std::max(cfg_.gpus, 1) : 0;
+  // Requests still waiting for their first token count with the time they have waited so far.
+  const double now = engine_.now_s();
+  std::vector<double> censored;
+  for (const auto& [id, info] : in_flight_)
+    if (!info.warmup && info.first_token_s < 0) censored.push_back(now - info.send_s);
+  summarize_samples(samples_, tiers, m, censored);
+  m.elapsed_virtual_s = now;
+  const double start = n_warmup_open_ == 0 ? measure_start_s_ : 0;
+  const int64_t out0 = n_warmup_open_ == 0 ? n_output_at_measure_ : 0;
+  set_throughput(m, m.elapsed_virtual_s - start, n_output_total_ - out0, cfg_.gpus);
   m.n_warmup_requests = n_warmup_;
   m.n_rejected = n_rejected_;
   m.n_steps = n_steps_;
@@ -188,7 +191,13 @@ double percentile(std::vector<double> values, double q) {
 RunMetrics run_replay(const Trace& trace, const CostModel& cost, const ReplayConfig& config) {
   SimExecutor executor(cost, config.executor);
   VirtualClock clock;
-  return run_replay(trace, executor, clock, config);
+  RunMetrics m = run_replay(trace, executor, clock, config);
+  const StepCost& c = executor.total_cost();  // the simulator's own breakdown of the virtual time
+  m.time_breakdown_s = {
+      {"weights", c.weights_s},   {"gemm", c.gemm_s},         {"attn", c.attn_s},
+      {"kda", c.kda_s},           {"comm", c.comm_s},         {"checkpoint", c.checkpoint_s},
+      {"transfer", c.transfer_s}, {"overhead", c.overhead_s}, {"total", c.total_s}};
+  return m;
 }
 
 RunMetrics run_replay(const Trace& trace, Executor& executor, Clock& clock, const ReplayConfig& config) {

@@ -54,17 +54,28 @@ CacheConfig make_cache_config(const ReplaySetup& setup, const CacheVariant& vari
 }
 
 PreparedSweep prepare_sweep(const ReplaySetup& setup) {
+  return prepare_sweep(setup, HardwareProfile::load(setup.hardware));
+}
+
+PreparedSweep prepare_sweep(const ReplaySetup& setup, const HardwareProfile& hardware) {
   DS_CHECK(setup.gpus >= 1, "replay: --gpus must be >= 1, got {}", setup.gpus);
   DS_CHECK(!setup.concurrency.empty(), "replay: empty concurrency list");
   DS_CHECK(setup.duration_s > 0, "replay: --duration must be > 0 s, got {}", setup.duration_s);
   DS_CHECK(setup.kv_budget_tokens >= 0, "replay: --kv-budget-tokens must be >= 0, got {}",
            setup.kv_budget_tokens);
+  DS_CHECK(setup.dcp >= 1 && setup.gpus % setup.dcp == 0, "replay: --dcp {} must divide --gpus {}", setup.dcp,
+           setup.gpus);
+  DS_CHECK(setup.harness.empty() || setup.harness == "default" || setup.harness == "bench",
+           "replay: unknown harness '{}' (default, bench)", setup.harness);
   PreparedSweep sw;
   sw.model = ModelProfile::load(setup.model);
-  sw.hardware = HardwareProfile::load(setup.hardware);
+  if (setup.routed_expert_bits > 0)  // another storage format of the same experts (e.g. NVFP4 4.5 bits)
+    sw.model.weights[size_t(WeightKind::RoutedExpert)].bits = setup.routed_expert_bits;
+  sw.hardware = hardware;
   PlanOptions po;
   po.gpus = setup.gpus;
   po.tp = setup.gpus;
+  po.dcp = setup.dcp;
   po.kv_dtype_bytes = setup.kv_dtype_bytes;
   po.max_batched_tokens = setup.max_step_tokens;
   sw.plan = make_plan(sw.model, sw.hardware, po);
@@ -73,7 +84,11 @@ PreparedSweep prepare_sweep(const ReplaySetup& setup) {
            setup.gpus, setup.hardware);
   CostOptions co;
   co.tp = setup.gpus;
+  co.dcp = setup.dcp;
   co.kv_dtype_bytes = setup.kv_dtype_bytes;
+  co.expert_compute_bits = setup.expert_compute_bits;
+  co.step_overhead_s = setup.step_overhead_s;
+  co.spec = setup.spec;
   sw.cost = std::make_unique<CostModel>(sw.model, sw.hardware, co);
   auto variants = setup.variants.empty() ? default_variants() : setup.variants;
   for (const auto& v : variants) {
@@ -87,8 +102,13 @@ PreparedSweep prepare_sweep(const ReplaySetup& setup) {
       rc.duration_s = setup.duration_s;
       rc.gpus = setup.gpus;
       rc.kv_budget_tokens = cache.tiers[0].capacity_bytes / cache.sizes.kv_bytes_per_token;
-      rc.scheduler =
-          SchedulerConfig{.max_step_tokens = setup.max_step_tokens, .max_running = setup.max_running};
+      rc.scheduler = SchedulerConfig{.max_step_tokens = setup.max_step_tokens,
+                                     .max_running = setup.max_running,
+                                     .mixed_batches = setup.mixed_batches};
+      if (setup.harness == "bench") {  // sglang.bench_serving: all lanes at t = 0, each request once
+        rc.warmup = false;
+        rc.duration_s = 0;
+      }
       rc.cache = cache;
       rc.executor.seed = setup.seed;
       sw.configs.push_back(std::move(rc));

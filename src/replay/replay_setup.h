@@ -28,7 +28,17 @@ struct ReplaySetup {
   std::string model = "kimi-k3";  // profile name or config.json path
   std::string hardware = "b300";  // profile name or JSON path
   int gpus = 8;                   // one TP group
+  int dcp = 1;                    // decode context parallel size (divides gpus)
   int kv_dtype_bytes = 1;         // fp8 MLA latent cache
+  double routed_expert_bits = 0;  // 0 = from the model config (MXFP4 4.25); 4.5 = NVFP4
+  int expert_compute_bits = 0;    // 0 = the storage precision where the GPU has it (CostOptions)
+  double step_overhead_s = -1;    // < 0 = the hardware profile's value
+  SpecDecode spec{};              // speculative decoding (off by default)
+  bool mixed_batches = true;      // scheduler: mixed prefill+decode steps (vLLM) or prefill first (SGLang)
+  // "default": closed loop with a warm-up request per lane (25-75 % into its session); "bench":
+  // every lane starts at t = 0, no warm-up, each request once (sglang.bench_serving); "" = bench for
+  // fixed-length traces, default otherwise.
+  std::string harness;
   std::vector<int> concurrency = {1, 2, 4, 8, 16, 24, 32};
   std::vector<CacheVariant> variants;  // empty = default_variants()
   int64_t kv_budget_tokens = 0;        // device tier in MLA-KV tokens; 0 = the planner's budget
@@ -53,6 +63,8 @@ struct PreparedSweep {
 // Loads the profiles, plans memory and builds one ReplayConfig per (variant, concurrency).
 // Throws ds::Error naming the bad option (unknown tier, model that does not fit, ...).
 PreparedSweep prepare_sweep(const ReplaySetup& setup);
+// The same on a given hardware profile (setup.hardware is not read): calibration fits use it.
+PreparedSweep prepare_sweep(const ReplaySetup& setup, const HardwareProfile& hardware);
 
 // The CacheConfig of one variant (exposed for tests).
 CacheConfig make_cache_config(const ReplaySetup& setup, const CacheVariant& variant,

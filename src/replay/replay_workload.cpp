@@ -86,7 +86,7 @@ void ReplayWorkload::lane_done(int lane_index, double now_s) {
 }
 
 void summarize_samples(const std::vector<RequestSample>& samples, const std::vector<std::string>& tier_names,
-                       RunMetrics& m) {
+                       RunMetrics& m, const std::vector<double>& censored_ttft_s) {
   std::vector<double> ttft, tpot;
   int64_t n_host = 0;
   for (const RequestSample& s : samples) {
@@ -99,6 +99,8 @@ void summarize_samples(const std::vector<RequestSample>& samples, const std::vec
     ttft.push_back(s.ttft_s);
     if (s.tpot_s >= 0) tpot.push_back(s.tpot_s);
   }
+  ttft.insert(ttft.end(), censored_ttft_s.begin(), censored_ttft_s.end());
+  m.n_ttft_censored = static_cast<int64_t>(censored_ttft_s.size());
   double denom = std::max<double>(static_cast<double>(m.n_prompt_tokens), 1.0);
   m.theoretical_hit_rate = static_cast<double>(m.n_theoretical_hit_tokens) / denom;
   m.realized_hit_rate = static_cast<double>(m.n_hit_tokens) / denom;
@@ -112,6 +114,15 @@ void summarize_samples(const std::vector<RequestSample>& samples, const std::vec
   m.tpot_p50_s = percentile(tpot, 50);
   m.interactivity_tok_s = m.tpot_p50_s > 0 ? 1.0 / m.tpot_p50_s : 0;
   m.n_requests = static_cast<int64_t>(samples.size());
+}
+
+void set_throughput(RunMetrics& m, double window_s, int64_t output_tokens_in_window, int gpus) {
+  m.window_s = window_s;
+  if (window_s <= 0) return;
+  const double g = std::max(gpus, 1);
+  m.output_tok_s_total = static_cast<double>(output_tokens_in_window) / window_s;
+  m.output_tok_s_per_gpu = m.output_tok_s_total / g;
+  m.total_tok_s_per_gpu = static_cast<double>(m.n_prompt_tokens + m.n_output_tokens) / window_s / g;
 }
 
 }  // namespace ds

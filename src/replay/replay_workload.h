@@ -82,8 +82,14 @@ struct RequestSample {
 };
 
 // Fills the hit rates, token counts, TTFT/TPOT percentiles and n_requests of `m` from `samples`
-// (hit_rate_by_tier from n_host: first tier = the rest, second tier = n_host).
+// (hit_rate_by_tier from n_host: first tier = the rest, second tier = n_host). `censored_ttft_s`:
+// how long each measured request still without a first token at the end has waited; they count in
+// the TTFT percentiles (so a stalled run does not look fast) and in m.n_ttft_censored.
 void summarize_samples(const std::vector<RequestSample>& samples, const std::vector<std::string>& tier_names,
-                       RunMetrics& m);
+                       RunMetrics& m, const std::vector<double>& censored_ttft_s = {});
+
+// Throughput over a measurement window of `window_s`: output tokens produced in it per second (node
+// and per GPU), and (prompt + output tokens of the measured requests) per second per GPU.
+void set_throughput(RunMetrics& m, double window_s, int64_t output_tokens_in_window, int gpus);
 
 }  // namespace ds

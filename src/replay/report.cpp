@@ -21,8 +21,9 @@ namespace {
   X(label) X(concurrency) X(retention) X(eviction) X(tiers) X(gpus) X(kv_budget_tokens)          \
   X(theoretical_hit_rate) X(realized_hit_rate) X(kv_reachable_rate)                              \
   X(n_prompt_tokens) X(n_hit_tokens) X(n_kv_reachable_tokens) X(n_theoretical_hit_tokens)        \
-  X(ttft_p50_s) X(ttft_p90_s) X(ttft_p99_s) X(tpot_p50_s)                                        \
-  X(interactivity_tok_s) X(output_tok_s_per_gpu) X(elapsed_virtual_s)                            \
+  X(ttft_p50_s) X(ttft_p90_s) X(ttft_p99_s) X(n_ttft_censored) X(tpot_p50_s)                     \
+  X(interactivity_tok_s) X(output_tok_s_total) X(output_tok_s_per_gpu) X(total_tok_s_per_gpu)    \
+  X(window_s) X(elapsed_virtual_s)                                                               \
   X(n_requests) X(n_warmup_requests) X(n_rejected) X(n_output_tokens) X(n_steps) X(n_preemptions) \
   X(checkpoints_created) X(checkpoints_dropped) X(n_errors) X(first_error)
 // clang-format on
@@ -36,6 +37,8 @@ nlohmann::ordered_json run_json(const RunMetrics& r) {
   for (const auto& [tier, rate] : r.hit_rate_by_tier) j["hit_rate_by_tier"][tier] = rate;
   j["peak_bytes_by_kind"] = nlohmann::ordered_json::object();
   for (const auto& [kind, bytes] : r.peak_bytes_by_kind) j["peak_bytes_by_kind"][kind] = bytes;
+  j["time_breakdown_s"] = nlohmann::ordered_json::object();
+  for (const auto& [part, sec] : r.time_breakdown_s) j["time_breakdown_s"][part] = sec;
   return j;
 }
 
@@ -116,22 +119,29 @@ std::string runs_csv(const std::vector<RunMetrics>& runs) {
 }
 
 std::string runs_table(const std::vector<RunMetrics>& runs) {
+  // Units in the header: % of prompt tokens, seconds, tokens per second (node = all GPUs together).
   std::string out = fmt::format(
-      "{:<16} {:>4} {:>6} {:>6} {:>6} {:>6} {:>6} {:>8} {:>8} {:>8} {:>7} {:>8} {:>7} {:>6} {:>6} "
-      "{:>5} {:>7}\n",
-      "config", "conc", "theo%", "hit%", "kv%", "hbm%", "host%", "ttft50", "ttft90", "ttft99", "tpot50",
-      "tok/s/g", "intact", "ckpt+", "ckpt-", "pre", "virt_s");
+      "{:<16} {:>4} {:>6} {:>6} {:>6} {:>6} {:>6} {:>8} {:>8} {:>8} {:>5} {:>8} {:>9} {:>8} {:>8} {:>7} "
+      "{:>6} "
+      "{:>6} {:>5} {:>7}\n",
+      "config", "conc", "theo%", "hit%", "kv%", "hbm%", "host%", "ttft50_s", "ttft90_s", "ttft99_s", "cens",
+      "tpot50_s", "out_tok/s", "out/gpu", "tot/gpu", "intact", "ckpt+", "ckpt-", "pre", "virt_s");
   for (const auto& r : runs) {
     double hbm = 0, host = 0;
     for (const auto& [t, rate] : r.hit_rate_by_tier) (t == "hbm" ? hbm : host) += rate;
     out += fmt::format(
-        "{:<16} {:>4} {:>6} {:>6} {:>6} {:>6} {:>6} {:>8.2f} {:>8.2f} {:>8.2f} {:>7.4f} {:>8.1f} "
-        "{:>7.1f} {:>6} {:>6} {:>5} {:>7.0f}\n",
+        "{:<16} {:>4} {:>6} {:>6} {:>6} {:>6} {:>6} {:>8.2f} {:>8.2f} {:>8.2f} {:>5} {:>8.4f} {:>9.1f} "
+        "{:>8.1f} {:>8.1f} {:>7.1f} {:>6} {:>6} {:>5} {:>7.0f}\n",
         r.label, r.concurrency, pct(r.theoretical_hit_rate), pct(r.realized_hit_rate),
-        pct(r.kv_reachable_rate), pct(hbm), pct(host), r.ttft_p50_s, r.ttft_p90_s, r.ttft_p99_s, r.tpot_p50_s,
-        r.output_tok_s_per_gpu, r.interactivity_tok_s, r.checkpoints_created, r.checkpoints_dropped,
-        r.n_preemptions, r.elapsed_virtual_s);
+        pct(r.kv_reachable_rate), pct(hbm), pct(host), r.ttft_p50_s, r.ttft_p90_s, r.ttft_p99_s,
+        r.n_ttft_censored, r.tpot_p50_s, r.output_tok_s_total, r.output_tok_s_per_gpu, r.total_tok_s_per_gpu,
+        r.interactivity_tok_s, r.checkpoints_created, r.checkpoints_dropped, r.n_preemptions,
+        r.elapsed_virtual_s);
   }
+  out +=
+      "(theo/hit/kv/hbm/host: % of prompt tokens; out_tok/s: output tokens per second of the node; out/gpu, "
+      "tot/gpu: output and input+output tokens per second per GPU; intact: 1/tpot50 tokens per second per "
+      "user; cens: requests without a first token at the end, counted in TTFT with the time waited)\n";
   return out;
 }
 
@@ -144,7 +154,7 @@ std::string runs_side_by_side(const std::vector<RunMetrics>& runs) {
   for (const auto& l : labels) out += fmt::format(" | {:^26}", l);
   out += fmt::format("\n{:>4} {:>6}", "", "");
   for (size_t i = 0; i < labels.size(); ++i)
-    out += fmt::format(" | {:>6} {:>8} {:>10}", "hit%", "ttft50", "tok/s/gpu");
+    out += fmt::format(" | {:>6} {:>8} {:>10}", "hit%", "ttft50_s", "out/gpu");
   out += "\n";
   for (int c : concs) {
     double theo = 0;

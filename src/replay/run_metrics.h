@@ -1,6 +1,7 @@
 // RunMetrics: the results of one replay run (one concurrency point of one cache configuration),
 // as plain data, plus the statistics helpers that produce them. Rates are fractions in [0, 1];
-// times are virtual seconds; throughput is per GPU of the simulated node.
+// times are virtual seconds. Units are in the names: `_tok_s_total` is tokens per second of the
+// whole node (what harnesses quote as "output tok/s"), `_tok_s_per_gpu` divides that by the GPUs.
 #pragma once
 
 #include <cstdint>
@@ -30,12 +31,18 @@ struct RunMetrics {
   int64_t n_kv_reachable_tokens = 0;
   int64_t n_theoretical_hit_tokens = 0;
 
-  // Latency and throughput.
+  // Latency and throughput. TTFT percentiles include requests still without a first token at the
+  // end of the run, censored at that time (n_ttft_censored of them), so a stalled run looks slow.
   double ttft_p50_s = 0, ttft_p90_s = 0, ttft_p99_s = 0;
   double tpot_p50_s = 0;
   double interactivity_tok_s = 0;   // 1 / tpot_p50_s (per-user decode speed)
-  double output_tok_s_per_gpu = 0;  // measured output tokens / measured virtual time / gpus
+  double output_tok_s_total = 0;    // output tokens produced in the window / window, whole node
+  double output_tok_s_per_gpu = 0;  // output_tok_s_total / gpus
+  double total_tok_s_per_gpu = 0;   // (prompt + output tokens of the measured requests) / window / gpus
+  double window_s = 0;              // measurement window (virtual seconds)
   double elapsed_virtual_s = 0;     // whole run incl. warm-up
+  int64_t n_ttft_censored = 0;      // measured requests without a first token when the run ended
+  std::map<std::string, double> time_breakdown_s;  // simulated step time by part (cost model), whole run
 
   // Work and memory.
   int64_t n_requests = 0;  // measured requests completed

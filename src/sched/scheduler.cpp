@@ -50,21 +50,29 @@ SchedulePlan Scheduler::step() {
   SchedulePlan plan;
   plan.step_index = ++step_index_;
   int64_t budget = config_.max_step_tokens;
-  schedule_running(plan, budget);
-  admit_waiting(plan, budget);
+  if (config_.mixed_batches) {
+    schedule_running(plan, budget, Phase::all);
+    admit_waiting(plan, budget);
+  } else {
+    schedule_running(plan, budget, Phase::prefill);
+    admit_waiting(plan, budget);
+    if (budget == config_.max_step_tokens) schedule_running(plan, budget, Phase::decode);
+  }
   build_plan(plan);
   plan.preempted = std::move(pending_preempted_);
   pending_preempted_.clear();
   return plan;
 }
 
-// Running requests, oldest first: one token for a decode, a budget-limited chunk for a prefill.
-// Growth is reserved in the cache; on failure the newest running requests are preempted.
-void Scheduler::schedule_running(SchedulePlan& plan, int64_t& budget) {
+// Running requests of `phase`, oldest first: one token for a decode, a budget-limited chunk for a
+// prefill. Growth is reserved in the cache; on failure the newest running requests are preempted.
+void Scheduler::schedule_running(SchedulePlan& plan, int64_t& budget, Phase phase) {
   for (auto& slot : running_) slot.n_new = 0;
   for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
     Slot& slot = running_[i];
-    int64_t n_new = std::min(slot.req->n_tokens() - slot.req->n_computed_tokens, budget);
+    const int64_t left = slot.req->n_tokens() - slot.req->n_computed_tokens;
+    if ((phase == Phase::prefill && left <= 1) || (phase == Phase::decode && left > 1)) continue;
+    int64_t n_new = std::min(left, budget);
     if (!preempt_if_needed(i, slot.req->n_computed_tokens + n_new)) {
       // Slot i is the newest left. Alone (everything else evictable) it can never fit: reject it
       // rather than recompute the same prefix forever; otherwise preempt it and stop.

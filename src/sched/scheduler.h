@@ -21,6 +21,10 @@ namespace ds {
 struct SchedulerConfig {
   int64_t max_step_tokens = 8192;  // token budget per step: prefill chunks + one per decode
   int max_running = 256;           // running (admitted) sequences at most
+  // true: a step mixes decodes and prefill chunks (vLLM). false: prefill first (SGLang): a step is
+  // all prefill (unfinished chunked prefills, then admissions) while any prefill can run, and all
+  // decode otherwise.
+  bool mixed_batches = true;
 };
 
 // One sampled token of one request.
@@ -78,7 +82,8 @@ class Scheduler {
     CheckpointRef restore_from;  // the hit checkpoint, until the first step ran
   };
 
-  void schedule_running(SchedulePlan& plan, int64_t& budget);
+  enum class Phase : uint8_t { all, prefill, decode };
+  void schedule_running(SchedulePlan& plan, int64_t& budget, Phase phase);
   bool preempt_if_needed(size_t index, int64_t n_total);  // false: slot `index` itself preempted
   void preempt_last();
   void admit_waiting(SchedulePlan& plan, int64_t& budget);

@@ -1,12 +1,12 @@
 #include "trace/synthetic_trace.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 
 #include "core/check.h"
-#include "core/hash.h"
 #include "trace/block_hash.h"
+#include "trace/spec_params.h"
+#include "trace/trace_rng.h"
 
 namespace ds {
 namespace {
@@ -17,17 +17,6 @@ constexpr double kToolSigma = 1.0;
 constexpr double kThinkSigma = 1.5;
 constexpr double kFirstUserTokens = 2000;   // median first user message (lognormal, sigma 1.0)
 constexpr int64_t kCompactedTokens = 4000;  // summary that replaces a compacted context
-
-// splitmix64 stream (core/hash.h): portable, seedable, good enough for workload shapes.
-struct Rng : SplitMix64 {
-  explicit Rng(uint64_t seed) : SplitMix64{seed * kGoldenGamma} {}
-  double uniform() { return static_cast<double>((next() >> 11) + 1) * 0x1.0p-53; }  // (0, 1]
-  double normal() {  // Box-Muller, one value per call
-    double u1 = uniform(), u2 = uniform();
-    return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
-  }
-  double lognormal(double median, double sigma) { return median * std::exp(sigma * normal()); }
-};
 
 // Per-session shape before the tool-token scale is calibrated.
 struct SessionShape {
@@ -108,59 +97,34 @@ void center_on_median(std::vector<double>& z) {
   for (double& x : z) x -= med;
 }
 
-int64_t parse_int(std::string_view key, std::string_view v, int64_t lo, int64_t hi) {
-  int64_t x = 0;
-  auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
-  if (ec != std::errc() || ptr != v.data() + v.size() || x < lo || x > hi)
-    fail("synthetic trace: `{}={}` must be an integer in [{}, {}]", key, v, lo, hi);
-  return x;
-}
-
-double parse_seconds(std::string_view key, std::string_view v) {
-  double x = 0;
-  auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
-  if (ec != std::errc() || ptr != v.data() + v.size() || !(x >= 0 && x <= 1e6))
-    fail("synthetic trace: `{}={}` must be a number of seconds in [0, 1e6]", key, v);
-  return x;
-}
-
 }  // namespace
 
 SyntheticTraceParams parse_synthetic_params(const std::string& kv) {
   SyntheticTraceParams p;
-  std::string_view rest = kv;
-  while (!rest.empty()) {
-    size_t comma = rest.find(',');
-    std::string_view item = rest.substr(0, comma);
-    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
-    if (item.empty()) continue;
-    size_t eq = item.find('=');
-    if (eq == std::string_view::npos) fail("synthetic trace: `{}` is not key=value", item);
-    std::string_view k = item.substr(0, eq), v = item.substr(eq + 1);
-    constexpr int64_t kBig = int64_t{1} << 26;
+  SpecParams sp("synthetic trace", kv);
+  constexpr int64_t kBig = int64_t{1} << 26;
+  while (sp.next()) {
+    std::string_view k = sp.key();
     if (k == "sessions")
-      p.sessions = parse_int(k, v, 1, 100000);
+      p.sessions = sp.integer(1, 100000);
     else if (k == "turns")
-      p.turns = parse_int(k, v, 1, 100000);
+      p.turns = sp.integer(1, 100000);
     else if (k == "input")
-      p.input = parse_int(k, v, 1, kBig);
+      p.input = sp.integer(1, kBig);
     else if (k == "output")
-      p.output = parse_int(k, v, 1, kBig);
+      p.output = sp.integer(1, kBig);
     else if (k == "system")
-      p.system = parse_int(k, v, 0, kBig);
+      p.system = sp.integer(0, kBig);
     else if (k == "think")
-      p.think = parse_seconds(k, v);
+      p.think = sp.number(0, 1e6);
     else if (k == "context")
-      p.context = parse_int(k, v, 2, kBig);
+      p.context = sp.integer(2, kBig);
     else if (k == "seed")
-      p.seed = static_cast<uint64_t>(parse_int(k, v, 0, INT64_MAX));
+      p.seed = static_cast<uint64_t>(sp.integer(0, INT64_MAX));
     else if (k == "block")
-      p.block = static_cast<int>(parse_int(k, v, 1, 1 << 20));
+      p.block = static_cast<int>(sp.integer(1, 1 << 20));
     else
-      fail(
-          "synthetic trace: unknown key `{}` (keys: sessions, turns, input, output, system, think, context, "
-          "seed, block)",
-          k);
+      sp.unknown("sessions, turns, input, output, system, think, context, seed, block");
   }
   DS_CHECK(p.system < p.context, "synthetic trace: system={} must be below context={}", p.system, p.context);
   DS_CHECK(p.input > p.system, "synthetic trace: input={} must exceed system={}", p.input, p.system);
@@ -173,7 +137,7 @@ Trace generate_synthetic_trace(const SyntheticTraceParams& p) {
                p.input < p.context,
            "synthetic trace: bad params sessions={} turns={} block={} system={} context={} input={}",
            p.sessions, p.turns, p.block, p.system, p.context, p.input);
-  Rng rng(p.seed * 0x2545f4914f6cdd1dULL + 0x1234567ULL);
+  TraceRng rng(p.seed * 0x2545f4914f6cdd1dULL + 0x1234567ULL);
   // Turn counts and output lengths are lognormal around the requested medians; their normal
   // draws are centred on their own sample median so the medians hold exactly, not only on average.
   std::vector<double> z_turns(static_cast<size_t>(p.sessions));

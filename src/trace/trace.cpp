@@ -7,6 +7,7 @@
 #include "trace/block_hash.h"
 #include "trace/claude_code_trace.h"
 #include "trace/mooncake_trace.h"
+#include "trace/random_trace.h"
 #include "trace/synthetic_trace.h"
 #include "trace/trace_files.h"
 
@@ -95,6 +96,7 @@ std::string bundled_trace_dir() {
 }
 
 Trace load_trace(const std::string& spec, const TraceOptions& options) {
+  if (spec.rfind("random:", 0) == 0) return generate_random_trace(parse_random_params(spec.substr(7)));
   if (spec.rfind("synthetic", 0) == 0 && (spec.size() == 9 || spec[9] == ':')) {
     Trace trace = generate_synthetic_trace(parse_synthetic_params(spec.size() > 9 ? spec.substr(10) : ""));
     if (options.max_sessions > 0 && static_cast<int64_t>(trace.sessions.size()) > options.max_sessions)

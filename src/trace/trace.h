@@ -31,9 +31,10 @@ struct TraceSession {
 };
 
 struct Trace {
-  std::string source;       // path or "bundled:<name>" or "synthetic:<params>"
-  int block_tokens = 64;    // tokens per hash-id block (64 Claude Code, 512 Mooncake)
-  bool closed_loop = true;  // sessions driven by think time (true) or arrivals (false)
+  std::string source;         // path or "bundled:<name>" or "synthetic:<params>"
+  int block_tokens = 64;      // tokens per hash-id block (64 Claude Code, 512 Mooncake)
+  bool closed_loop = true;    // sessions driven by think time (true) or arrivals (false)
+  bool fixed_length = false;  // a fixed-length benchmark (random:): every lane starts at t = 0, no warm-up
   std::vector<TraceSession> sessions;
   int64_t n_skipped_bad = 0;  // malformed records skipped under --skip-bad
 };
@@ -49,12 +50,12 @@ struct TraceOptions {
 };
 
 // Loads a trace. spec:
-//   "" | "default" | "bundled"     the bundled Claude Code sample (data/traces/claude_code_sample.tar.gz)
-//   "bundled:<file>"               another bundled file, e.g.
-//   bundled:mooncake_fast25_conversation_trace.jsonl.gz "synthetic[:k=v,...]"          seeded synthetic
-//   agentic sessions (see synthetic_trace.h for keys) <path>                         a directory of session
-//   files, a .tar / .tar.gz, or one
-//                                  .json (Claude Code session) / .jsonl (Mooncake) file, optionally .gz
+// - "", "default" or "bundled": the bundled Claude Code sample (data/traces/claude_code_sample.tar.gz);
+// - "bundled:<file>": another bundled file (bundled:mooncake_fast25_conversation_trace.jsonl.gz);
+// - "synthetic[:k=v,...]": seeded synthetic agentic sessions (synthetic_trace.h);
+// - "random:input=N,output=N,n=N": fixed-length random requests (random_trace.h);
+// - a path: a directory of session files, a .tar / .tar.gz, or one .json (Claude Code session) /
+//   .jsonl (Mooncake) file, optionally .gz.
 // Bundled traces are looked up in $DELTASERVE_DATA_DIR/traces, <source dir>/data/traces (compiled
 // in), ./data/traces, then <exe dir>/../data/traces and <exe dir>/../share/deltaserve/traces.
 // Errors name the file and line (or session file and request index).

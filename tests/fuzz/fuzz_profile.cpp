@@ -34,7 +34,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     opt.gpus = opt.tp = 1;
     opt.throughput_prompt_tokens = {4096};
     ds::make_plan(model, fixed_hardware(), opt);
-    const ds::CostModel cost(model, fixed_hardware(), ds::CostOptions{1, 1, 64});
+    const ds::CostModel cost(model, fixed_hardware(), ds::CostOptions{.tp = 1, .kv_dtype_bytes = 1});
     cost.step(ds::StepWork{{ds::SeqWork{100, 1000, 1, 1, 1000}, ds::SeqWork{1, 5000, 0, 0, 0}}});
   } catch (const ds::Error&) {
   }

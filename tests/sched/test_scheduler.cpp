@@ -262,5 +262,47 @@ TEST(Scheduler, BadInputIsAnError) {
   EXPECT_THROW(s.apply(stale, {}), Error);  // a plan applies once
 }
 
+TEST(Scheduler, PrefillFirstStepsAreAllPrefillOrAllDecode) {
+  HybridCache cache(small_cache(1 << 20));
+  Scheduler s({.max_step_tokens = 4096, .max_running = 16, .mixed_batches = false}, cache);
+  s.add(make_request(1, iota_tokens(3000, 0), 20));
+  int steps = 0, decode_steps = 0;
+  bool added = false;
+  while (!s.idle() && steps < 1000) {
+    SchedulePlan plan = s.step();
+    ++steps;
+    bool any_prefill = false, any_decode = false;
+    int64_t n_samples = 0;
+    for (const auto& seq : plan.seqs) {
+      (seq.n_tokens() > 1 || seq.begin < 3000 ? any_prefill : any_decode) = true;
+      n_samples += seq.samples ? 1 : 0;
+    }
+    EXPECT_FALSE(any_prefill && any_decode) << "step " << steps << " mixes prefill and decode";
+    decode_steps += any_decode ? 1 : 0;
+    StepEvents ev = s.apply(plan, std::vector<int32_t>(static_cast<size_t>(n_samples), 7));
+    // Request 2 arrives while request 1 decodes: its whole prefill runs before the next decode.
+    if (!added && decode_steps == 5) {
+      s.add(make_request(2, iota_tokens(6000, 100000), 20));
+      added = true;
+      SchedulePlan p1 = s.step();
+      ASSERT_EQ(p1.seqs.size(), 1u);
+      EXPECT_EQ(p1.seqs[0].request_id, 2);
+      EXPECT_EQ(p1.seqs[0].n_tokens(), 4096);
+      s.apply(p1, {});
+      SchedulePlan p2 = s.step();  // the chunked rest, still no decode
+      ASSERT_EQ(p2.seqs.size(), 1u);
+      EXPECT_EQ(p2.seqs[0].request_id, 2);
+      EXPECT_EQ(p2.seqs[0].n_tokens(), 6000 - 4096);
+      s.apply(p2, std::vector<int32_t>(1, 7));
+      SchedulePlan p3 = s.step();  // both decode together
+      EXPECT_EQ(p3.seqs.size(), 2u);
+      s.apply(p3, std::vector<int32_t>(2, 7));
+      steps += 3;
+    }
+    cache.check_invariants();
+  }
+  EXPECT_TRUE(s.idle());
+}
+
 }  // namespace
 }  // namespace ds
