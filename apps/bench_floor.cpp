@@ -52,7 +52,7 @@ MeasuredFloor measure_floor() {
     const WeightView wv{w.data(), DType::F32, rows, cols};
     for (int r = 0; r < 3; ++r) {
       const double t0 = now_s();
-      linear(x.data(), T, wv, y.data());
+      cpu::linear(x.data(), T, wv, y.data());
       m.linear_gflops = std::max(m.linear_gflops, 2.0 * rows * cols * T / (now_s() - t0) / 1e9);
     }
   }
