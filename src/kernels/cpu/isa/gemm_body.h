@@ -86,8 +86,8 @@ inline int64_t gemm_scratch_floats() {
 }
 
 template <typename WT>
-void gemm_rows_t(const float* x, int64_t xs, int64_t T, const WT* w, int64_t K, int64_t n_begin, int64_t n_end,
-                 float* y, int64_t ys, bool acc, float* scratch) {
+void gemm_rows_t(const float* x, int64_t xs, int64_t T, const WT* w, int64_t K, int64_t n_begin,
+                 int64_t n_end, float* y, int64_t ys, bool acc, float* scratch) {
   float* xT = scratch;
   float* Wb = xT + kGemmKc * kGemmTb;
   for (int64_t k0 = 0; k0 < K; k0 += kGemmKc) {
