@@ -22,7 +22,7 @@ enum class NibbleOrder : uint8_t {
 // @0d6640b) registers MXFP4PackedCompressor as an alias of the NVFP4 packer, whose
 // pack_fp4_to_uint8 computes `idx[:, 0] | (idx[:, 1] << 4)` over consecutive pairs of a row and
 // whose unpack_fp4_from_uint8 emits (low, high) per byte; bit 3 of a nibble is the sign and bits
-// 0-2 index {0, 0.5, 1, 1.5, 2, 3, 4, 6}. model-spec §8 states the same convention for K3, not yet
+// 0-2 index {0, 0.5, 1, 1.5, 2, 3, 4, 6}. Third-party K3 ports use the same convention, not yet
 // verified on K3 bytes: if real K3 weights disagree, flip this one constant.
 inline constexpr NibbleOrder kMxfp4NibbleOrder = NibbleOrder::LowFirst;
 

@@ -182,7 +182,8 @@ void AttnResStream::attn_input(int layer, float* h) {
       mix(q_.attn_query(layer), 0, true, h);
     if (block_start) commit();
   } else if (block_start) {
-    // Two-phase: commit first; the just-committed block takes the place of P_in (§7.3).
+    // Two-phase: commit first; the just-committed block takes the place of P_in (the paper's two-phase
+    // computation).
     commit();
     mix(nullptr, 0, false, h);
   } else {

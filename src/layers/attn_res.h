@@ -1,4 +1,5 @@
-// Block Attention Residuals of Kimi K3 (model-spec §7.2 numerics, §7.3 two-phase form): the tensor
+// Block Attention Residuals of Kimi K3 (Attention Residuals, arXiv 2603.15031; numerics as K3's HF
+// `modeling_kimi_linear.py` `_apply_attn_res`, and the paper's two-phase form): the tensor
 // passed between decoder layers is the partial block sum P; every `block_size` layers P is
 // committed to the list of block vectors B, and each sublayer's input is a softmax over depth of
 // [B..., P] with one folded pseudo-query per sublayer (RMS-normed keys, raw values, no 1/sqrt(d)).
@@ -26,14 +27,14 @@ struct AttnResQueries {
   void validate() const;  // sizes consistent; throws ds::Error naming the field
 };
 
-// Reference mixer (§7.2), per token t: k_i = V_i·rsqrt(mean(V_i²)+eps); logit_i = k_i·q;
+// Reference mixer (as the HF code runs it), per token t: k_i = V_i·rsqrt(mean(V_i²)+eps); logit_i = k_i·q;
 // out = Σ softmax(logit)_i V_i. sources[i] f32 [T, D] (committed blocks first, then P); out f32 [T, D]
 // (must not alias a source).
 void attn_res_mix(std::span<const float* const> sources, int n_tokens, int d, const float* query, float eps,
                   float* out);
 
-// Phase 1 of §7.3 for one block: over the committed vectors B (fixed for the block), per query j
-// and token t keep m = max_i logit, s = Σ_i e^(logit-m), o = Σ_i e^(logit-m) B_i.
+// Phase 1 of the two-phase form for one block: over the committed vectors B (fixed for the block), per query
+// j and token t keep m = max_i logit, s = Σ_i e^(logit-m), o = Σ_i e^(logit-m) B_i.
 class AttnResBlockScores {
  public:
   // blocks[i] f32 [T, D]; queries[j] f32 [D]. Memory: queries × T × D floats.
@@ -55,7 +56,7 @@ class AttnResBlockScores {
 
 enum class AttnResMode { Reference, TwoPhase };
 
-// The per-forward stream of §7.2 for a batch of T tokens (AttnRes is per token: no state carries
+// The per-forward stream for a batch of T tokens (AttnRes is per token: no state carries
 // across forwards). Call order per layer l: attn_input, add_attn_output, mlp_input,
 // add_mlp_output; after the last layer final_output. Out-of-order calls throw ds::Error.
 class AttnResStream {

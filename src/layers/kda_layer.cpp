@@ -14,7 +14,7 @@
 namespace ds {
 namespace {
 
-constexpr float kQkL2Eps = kKdaQkL2Eps;  // fla l2norm eps (model-spec §3.1 step 4)
+constexpr float kQkL2Eps = kKdaQkL2Eps;  // fla `fla/modules/l2norm.py` eps
 
 // The conv window after `p` tokens of a piece: the last W-1 pre-conv inputs, taken from the
 // piece rows (pre f32 [n, P] per projection) or, before the piece, from the initial window.
@@ -40,7 +40,7 @@ KdaLayer::KdaLayer(const KdaConfig& cfg, float rms_norm_eps, int64_t hidden, Kda
   DS_CHECK(p_.f_b.rows == P && p_.f_b.cols == p_.f_a.rows && p_.f_a.cols == hidden_,
            "kda forget gate f_a [{}, {}] f_b [{}, {}] inconsistent with P {} D {}", p_.f_a.rows, p_.f_a.cols,
            p_.f_b.rows, p_.f_b.cols, P, hidden_);
-  if (cfg_.full_rank_output_gate)  // K3: g_proj [P, D] (model-spec §3.4)
+  if (cfg_.full_rank_output_gate)  // K3: g_proj [P, D]
     KdaOutputGate{p_.g_proj, {}, {}}.validate(hidden_, P);
   else
     DS_CHECK(p_.g_b.rows == P && p_.g_b.cols == p_.g_a.rows && p_.g_a.cols == hidden_,
@@ -58,8 +58,9 @@ KdaLayer::KdaLayer(const KdaConfig& cfg, float rms_norm_eps, int64_t hidden, Kda
   DS_CHECK(opt_.chunk >= 1, "kda chunk size {} must be >= 1", opt_.chunk);
 }
 
-// g = -exp(A_log[h]) * softplus(f + dt_bias) (Kimi Linear, model-spec §3.2a), or with
-// gate_lower_bound the K3 bounded gate lb * sigmoid(exp(A_log[h]) * (f + dt_bias)) (§3.2b).
+// g = -exp(A_log[h]) * softplus(f + dt_bias) (Kimi Linear), or with
+// gate_lower_bound the K3 bounded gate lb * sigmoid(exp(A_log[h]) * (f + dt_bias)) (fla
+// `fla/ops/kda/gate.py`).
 void KdaLayer::decay_gate(const float* f, int64_t T, float* g) const {
   const int64_t P = cfg_.n_head * cfg_.head_dim;
   const KdaGate gate{cfg_.gate_lower_bound, f32_vec(p_.a_log.data(), cfg_.n_head),

@@ -1,4 +1,5 @@
-// KdaLayer: one Kimi Delta Attention mixer (model-spec §3) over a packed batch of sequences:
+// KdaLayer: one Kimi Delta Attention mixer (Kimi Linear HF `modeling_kimi.py`, fla `fla/layers/kda.py`)
+// over a packed batch of sequences:
 // q/k/v projections, causal short conv with the carried window + SiLU, per-head L2 norm (eps 1e-6),
 // low-rank forget gate, beta = sigmoid, the KDA core (chunked for prefill, recurrent for decode),
 // per-head gated RMSNorm with the low-rank output gate, o_proj. Reads/advances each KdaState.

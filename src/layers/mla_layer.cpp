@@ -90,7 +90,7 @@ void MlaLayer::forward(const LayerBatch& batch, std::span<MlaCache* const> cache
     else
       attend_expanded(c, n, q.data() + b * H * dq, o.data() + b * H * dv);
   }
-  if (cfg_.output_gate) mla_output_gate(p_.g_proj, x, T, o.data());  // K3 gated MLA (§5.2)
+  if (cfg_.output_gate) mla_output_gate(p_.g_proj, x, T, o.data());  // K3 gated MLA
   linear(f32_rows(o.data(), T, p_.o_proj.cols), p_.o_proj, f32_rows(y, T, p_.o_proj.rows));
 }
 

@@ -1,6 +1,7 @@
-// MlaLayer: Multi-head Latent Attention of Kimi Linear (model-spec §5), NoPE. Appends one latent
-// [RMSNorm(c~) (eps 1e-6) ; k_pe] per token to each sequence's MlaCache, then attends causally over
-// the cache: expanded per-head K/V for prefill, the absorbed form over cached latents for decode.
+// MlaLayer: Multi-head Latent Attention of Kimi Linear (HF `modeling_kimi.py` KimiMLAAttention), NoPE.
+// Appends one latent [RMSNorm(c~) (eps 1e-6) ; k_pe] per token to each sequence's MlaCache, then attends
+// causally over the cache: expanded per-head K/V for prefill, the absorbed form over cached latents for
+// decode.
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,7 @@
 // Sigmoid top-k MoE router of MoeLayer (Kimi Linear and K3): f32 sigmoid
 // scores, selection by score + e_score_correction_bias, mixture weights from the UNBIASED scores,
-// renormalised (when configured and k > 1) and scaled by routed_scaling_factor (model-spec §6).
+// renormalised (when configured and k > 1) and scaled by routed_scaling_factor (HF
+// `modeling_kimi.py` KimiMoEGate, vLLM `kimi_linear.py`).
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-// SiTU-GLU activation of Kimi K3 (`hidden_act: situ`, model-spec §7.5): for a gate branch a and an
+// SiTU-GLU activation of Kimi K3 (`hidden_act: situ`; K3's HF `SituAndMul`): for a gate branch a and an
 // up branch b, out = [β₁·tanh(a/β₁)·sigmoid(a)] · [β₂·tanh(b/β₂)], always computed in f32.
 // Owns: the formula and its parameters; |out| ≤ β₁·β₂ for any finite input.
 #pragma once

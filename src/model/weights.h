@@ -49,7 +49,7 @@ struct MoeWeights {
   std::optional<TensorRef> latent_up;     // routed_expert_up_proj.weight bf16 [D, L] (K3)
 };
 
-// KDA self_attn.* (model-spec §2, §8).
+// KDA self_attn.* (tensor names of the published Kimi Linear and K3 checkpoints).
 struct KdaWeights {
   TensorRef q_proj, k_proj, v_proj;   // bf16 [H*K, D]
   TensorRef q_conv, k_conv, v_conv;   // {q,k,v}_conv1d.weight bf16|f32 [H*K, 1, W]; tap W-1 = current token
@@ -65,7 +65,7 @@ struct KdaWeights {
   TensorRef o_proj;                   // bf16 [D, H*K]
 };
 
-// MLA self_attn.* (model-spec §2, §5, §8). Q = qk_nope + qk_rope, C = kv_lora_rank, R = qk_rope.
+// MLA self_attn.* (published checkpoints). Q = qk_nope + qk_rope, C = kv_lora_rank, R = qk_rope.
 struct MlaWeights {
   std::optional<TensorRef> q_proj;         // bf16 [Hm*Q, D] (q_lora_rank == 0)
   std::optional<TensorRef> q_a_proj;       // bf16 [q_lora, D] (q_lora_rank > 0)
@@ -78,7 +78,7 @@ struct MlaWeights {
   TensorRef o_proj;                 // bf16 [D, Hm*v]
 };
 
-// Block Attention Residuals parameters of one sublayer (model-spec §7.2).
+// Block Attention Residuals parameters of one sublayer (K3).
 struct AttnResWeights {
   TensorRef norm;  // *_res_norm.weight bf16 [D] (gamma, folded into the query)
   TensorRef proj;  // *_res_proj.weight bf16 [1, D] (pseudo-query w)

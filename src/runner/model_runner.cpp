@@ -115,7 +115,7 @@ MoeParams moe_params(const ModelConfig& cfg, const MoeWeights& w) {
   return p;
 }
 
-// Folded AttnRes queries (model-spec §7.2): q = res_norm.weight ⊙ res_proj.weight, per sublayer.
+// Folded AttnRes queries (as K3's HF `_apply_attn_res`): q = res_norm.weight ⊙ res_proj.weight, per sublayer.
 AttnResQueries attn_res_queries(const ModelConfig& cfg, const ModelWeights& w) {
   AttnResQueries q;
   q.n_layer = cfg.n_layer, q.hidden = cfg.hidden;
@@ -244,7 +244,8 @@ void ModelRunner::run_ffn(int layer, const float* n, int64_t T, float* y) const 
     blk.mlp.forward(n, T, y);
 }
 
-// Pre-norm residual wrapper (model-spec §3.7): x += Mixer(norm_in(x)); x += FFN(norm_post(x)).
+// Pre-norm residual wrapper (HF `modeling_kimi.py` decoder layer): x += Mixer(norm_in(x)); x +=
+// FFN(norm_post(x)).
 void ModelRunner::run_block(int layer, const ForwardBatch& batch, const LayerBatch& lb, float* x,
                             std::vector<std::vector<std::vector<KdaState>>>& emitted) const {
   const Block& blk = *blocks_[size_t(layer)];
@@ -258,7 +259,7 @@ void ModelRunner::run_block(int layer, const ForwardBatch& batch, const LayerBat
   for (int64_t i = 0; i < T * D; ++i) x[i] += y[i];
 }
 
-// K3 Block Attention Residuals (model-spec §7.2): each sublayer reads a depth-softmax over the
+// K3 Block Attention Residuals: each sublayer reads a depth-softmax over the
 // committed blocks and the partial sum P, and adds its output to P.
 void ModelRunner::run_block_attn_res(int layer, const ForwardBatch& batch, const LayerBatch& lb,
                                      AttnResStream& st,

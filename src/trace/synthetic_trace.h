@@ -1,6 +1,7 @@
 // Seeded synthetic agentic trace: closed-loop sessions whose every turn's prompt is the previous
 // prompt + its output + new tool results, on a system prompt shared by all sessions. Defaults
-// match the seed's medians (142k input and 444 output tokens per turn, 65 turns per session).
+// match the medians SemiAnalysis InferenceX published for its recorded Claude Code traces (142k
+// input and 444 output tokens per turn, 65 turns per session).
 // Same params => same trace, bit for bit, on every platform (own RNG, no <random> distributions).
 #pragma once
 

@@ -1,5 +1,5 @@
 // MlaLayer: the expanded (prefill) and absorbed (decode) attention forms against a double-precision
-// reference of model-spec §5.2, prefill in pieces == one shot, token-by-token decode == prefill,
+// reference of the HF prefill math, prefill in pieces == one shot, token-by-token decode == prefill,
 // the cached latent layout [RMSNorm(c~) ; k_pe], and the q-LoRA path.
 #include <gtest/gtest.h>
 
@@ -53,7 +53,7 @@ std::vector<double> rms(std::vector<double> x, const std::vector<float>& w, doub
   return x;
 }
 
-// Causal MLA over the whole sequence x [T, D] in double (model-spec §5.2), y [T, D].
+// Causal MLA over the whole sequence x [T, D] in double (HF prefill math), y [T, D].
 std::vector<double> reference(const MlaConfig& c, const MlaParams& p, const std::vector<float>& xf,
                               int64_t T) {
   const int64_t H = c.n_head, dn = c.qk_nope_head_dim, dr = c.qk_rope_head_dim, dv = c.v_head_dim;

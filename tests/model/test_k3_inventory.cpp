@@ -1,4 +1,4 @@
-// The real Kimi K3 tensor inventory (model-spec §8: names, shapes, dtypes, MXFP4 routed experts,
+// The real Kimi K3 tensor inventory (as published: names, shapes, dtypes, MXFP4 routed experts,
 // A_log padded to 128) written as sparse shard files whose headers are real and whose data is a
 // hole, then bound header-only through the kimi_k3 wrapper config. ~500k tensors, ~1.5 TB logical.
 #include <fcntl.h>
@@ -16,7 +16,7 @@ namespace {
 using nlohmann::json;
 using Shape = std::vector<int64_t>;
 
-// K3 text_config as published (model-spec §8), inside the kimi_k3 multimodal wrapper.
+// K3 text_config as published, inside the kimi_k3 multimodal wrapper.
 json k3_wrapper_config() {
   json mla_layers = json::array(), kda_layers = json::array();
   for (int l = 1; l <= 93; ++l) (l % 4 == 0 || l == 93 ? mla_layers : kda_layers).push_back(l);
@@ -220,7 +220,7 @@ TEST(K3Inventory, RealTensorInventoryBindsHeaderOnly) {
   EXPECT_EQ(e.w1.in, 3584);
   EXPECT_EQ(e.w1.weight.data, nullptr);  // header-only
 
-  // Logical parameter count of the routed experts: 92 * 896 * 3 * 3072 * 3584 (model-spec §8, ~2.72T).
+  // Logical parameter count of the routed experts: 92 * 896 * 3 * 3072 * 3584 (~2.72T).
   int64_t routed = 0;
   for (const LayerWeights& l : w.layers) {
     if (!l.moe) continue;

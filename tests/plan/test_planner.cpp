@@ -1,5 +1,5 @@
-// Memory planner: the K3 / 8xB300 budget reproduces the seed's 3.25M KV tokens from the config
-// and hardware profile alone; other hardware and options behave as documented.
+// Memory planner: the K3 / 8xB300 budget reproduces the published 3.25M KV tokens (InferenceX K3/B300) from
+// the config and hardware profile alone; other hardware and options behave as documented.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>

@@ -1,4 +1,4 @@
-// Synthetic agentic generator: determinism per seed, the seed's medians, growing prompts on a
+// Synthetic agentic generator: determinism per seed, the published medians, growing prompts on a
 // shared system prompt.
 #include <gtest/gtest.h>
 
@@ -33,7 +33,7 @@ TEST(SyntheticTrace, DeterministicForASeed) {
             "seed=7,block=64");
 }
 
-// Defaults reproduce the seed's medians by construction: 142k input tokens per turn (calibrated),
+// Defaults reproduce the published medians by construction: 142k input tokens per turn (calibrated),
 // 444 output tokens per turn and 65 turns per session (centred draws; rounding only).
 TEST(SyntheticTrace, MediansMatchTheSeed) {
   Trace t = load_trace("synthetic:sessions=61,seed=3");

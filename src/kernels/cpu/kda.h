@@ -1,5 +1,6 @@
-// KDA (Kimi Delta Attention) core for one sequence, f32: the per-token recurrence (model-spec
-// §3.3, the oracle) and the chunked WY/UT prefill (§4) that can emit the state at chunk boundaries
+// KDA (Kimi Delta Attention) core for one sequence, f32: the per-token recurrence (the oracle, as
+// `naive_recurrent_kda` in fla-org/flash-linear-attention `fla/ops/kda/naive.py`) and the chunked
+// WY/UT prefill (Kimi Linear tech report, arXiv 2510.26692 §3.1) that can emit the state at chunk boundaries
 // (prefix-cache checkpoints). Inputs are already activated: q,k L2-normalised, g = log-decay <= 0,
 // beta = sigmoid(b). State S is [H, K, V] (Kimi-Linear / HF layout, rows = key dims).
 #pragma once
@@ -11,7 +12,7 @@
 
 namespace ds::cpu {
 
-// Plain per-token recurrence exactly as model-spec §3.3 (f32 throughout, single thread).
+// Plain per-token recurrence, written out literally (f32 throughout, single thread).
 void kda_recurrent_ref(const KdaDims& d, const KdaTensors& t, float scale);
 
 // Same math, optimised for decode (few tokens): vectorised, OpenMP over heads.

@@ -1,5 +1,5 @@
-// Chunked KDA prefill (model-spec §4): per head and chunk of C tokens, the pseudo-values
-// Ṽ = (I + L)^{-1} · β ⊙ (V − K̂ S0) are found by forward substitution on the right-hand side
+// Chunked KDA prefill (Kimi Linear tech report, arXiv 2510.26692 §3.1): per head and chunk of C tokens, the
+// pseudo-values Ṽ = (I + L)^{-1} · β ⊙ (V − K̂ S0) are found by forward substitution on the right-hand side
 // (no explicit inverse), then O = Q̂ S0 + A_qk Ṽ and S ← Diag(γ_C) S0 + (k ⊙ exp(G_C − G))ᵀ Ṽ.
 // Every exponent is a difference G_r − G_i with r ≥ i, so it is ≤ 0: no overflow for any gate.
 #include <algorithm>

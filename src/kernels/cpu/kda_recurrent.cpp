@@ -1,4 +1,5 @@
-// KDA per-token recurrence (model-spec §3.3): the oracle and a decode-optimised variant.
+// KDA per-token recurrence (fla-org/flash-linear-attention `fla/ops/kda/naive.py`): the oracle and a
+// decode-optimised variant.
 #include <algorithm>
 #include <cmath>
 #include <vector>

@@ -1,6 +1,6 @@
-// Causal depthwise short convolution with a carried window, followed by SiLU (KDA q/k/v conv,
-// model-spec §3.1 step 2). The window layout matches the fixture's conv state: per projection
-// [channels, W-1], time innermost, oldest first — the last W-1 pre-conv inputs.
+// Causal depthwise short convolution with a carried window, followed by SiLU (KDA q/k/v conv, as
+// fla-org/flash-linear-attention `fla/modules/conv/short_conv.py`). The window layout matches the fixture's
+// conv state: per projection [channels, W-1], time innermost, oldest first — the last W-1 pre-conv inputs.
 #pragma once
 
 #include <cstdint>
