@@ -7,15 +7,25 @@
 
 namespace ds::cli {
 
-void register_replay(CLI::App& app);     // cmd_replay.cpp   — trace replay (simulated or live)
-void register_plan(CLI::App& app);       // cmd_plan.cpp     — memory planner
-void register_calibrate(CLI::App& app);  // cmd_calibrate.cpp — cost model vs published measurements
-void register_logits(CLI::App& app);     // cmd_logits.cpp   — token ids -> logits safetensors
-void register_generate(CLI::App& app);   // cmd_generate.cpp — greedy generation from token ids
-void register_bench(CLI::App& app);      // cmd_bench.cpp    — benchmarks (adds the bench_* below)
+// One line per command: what it does, then its status (the README's table says the same). "works":
+// implemented end to end and covered by tests; limits are named.
 
-void register_bench_forward(CLI::App& bench);    // cmd_bench_forward.cpp
-void register_bench_cache(CLI::App& bench);      // cmd_bench_cache.cpp
-void register_bench_tokenizer(CLI::App& bench);  // cmd_bench_tokenizer.cpp
+// replay: traces through the engine, scheduler and cache on the simulated executor, or with
+// --endpoint to an OpenAI-compatible server. Works; no real forward behind it yet.
+void register_replay(CLI::App& app);
+// plan: memory plan of a model on a node. Works.
+void register_plan(CLI::App& app);
+// calibrate: cost model vs published measurements, optional fit. Works.
+void register_calibrate(CLI::App& app);
+// logits: token ids -> logits safetensors. Works; CPU only, one sequence, no cache.
+void register_logits(CLI::App& app);
+// generate: greedy generation from token ids. Works; CPU only, token ids only (no tokenizer).
+void register_generate(CLI::App& app);
+// bench: benchmarks; adds the bench_* subcommands below. Results belong in docs/perf.md.
+void register_bench(CLI::App& app);
+
+void register_bench_forward(CLI::App& bench);    // bench forward: CPU forward vs roofline floors
+void register_bench_cache(CLI::App& bench);      // bench cache: prefix-cache operations per second
+void register_bench_tokenizer(CLI::App& bench);  // bench tokenizer: BPE encoding MB/s
 
 }  // namespace ds::cli
