@@ -3,10 +3,10 @@
 set -euo pipefail
 PKGS=(
   build-essential cmake ninja-build pkg-config git
-  nlohmann-json3-dev libcli11-dev libfmt-dev libspdlog-dev
+  nlohmann-json3-dev libcli11-dev libfmt-dev
   libopenblas-openmp-dev libicu-dev zlib1g-dev   # zlib: .tar.gz / .gz traces
   libcpp-httplib-dev         # HTTP server (deltaserve serve) and client (replay --endpoint)
-  libgtest-dev libgmock-dev libbenchmark-dev
+  libgtest-dev libgmock-dev
   clang libclang-rt-14-dev   # libFuzzer + sanitizers for tests/fuzz
   clang-format               # scripts/format.sh --check (CI)
 )
