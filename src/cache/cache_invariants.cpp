@@ -41,7 +41,9 @@ void HybridCache::Impl::check_invariants() const {
              retention->name());
   }
   std::unordered_set<int32_t> live;
-  for (const auto& [id, s] : seqs) {
+  for (const auto& entry : seqs) {
+    const auto& id = entry.first;  // named copies: clang 14 cannot capture structured bindings
+    const auto& s = entry.second;
     // Planned checkpoint slots belong to their sequence until commit.
     auto own_planned = [&](int32_t slot, int64_t position) {
       DS_CHECK(states[0].checkpoint_in_use(slot), "cache: sequence {} planned slot {} is not allocated", id,
