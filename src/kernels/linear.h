@@ -4,6 +4,8 @@
 // weight's device. x and y must not overlap.
 #pragma once
 
+#include <span>
+
 #include "core/tensor_view.h"
 #include "core/weight_view.h"
 
@@ -11,5 +13,18 @@ namespace ds {
 
 // Throws ds::Error on a shape, dtype or device mismatch (naming the sizes).
 void linear(const TensorView& x, const WeightView& w, const TensorView& y, bool accumulate = false);
+
+// One product of linear_batch: y (+)= x · wᵀ, the same views as linear().
+struct LinearJob {
+  TensorView x;
+  WeightView w;
+  TensorView y;
+  bool accumulate = false;
+};
+
+// Independent products (e.g. an MoE layer's routed experts) in one call, with the results of
+// linear() per job. The CPU runs them in one parallel region (no fork/join per matrix). Outputs
+// must not overlap each other or any input. Checks every job before running any.
+void linear_batch(std::span<const LinearJob> jobs);
 
 }  // namespace ds

@@ -4,6 +4,7 @@
 
 #include "core/check.h"
 #include "kernels/activation.h"
+#include "kernels/linear.h"
 
 namespace ds {
 namespace {
@@ -41,6 +42,44 @@ void GluMlp::forward(const float* x, int64_t T, float* y, bool accumulate) const
   expert_linear(f32_rows(x, T, width()), up, f32_rows(u.data(), T, I));
   glu_activate(*this, g.data(), u.data(), T * I, g.data());
   expert_linear(f32_rows(g.data(), T, I), down, f32_rows(y, T, down.rows()), accumulate);
+}
+
+void GluMlp::forward_grouped(std::span<const GluMlp* const> mlps, std::span<const int64_t> offsets,
+                             const float* x, float* y) {
+  DS_CHECK(offsets.size() == mlps.size() + 1, "glu mlp: {} row offsets for {} MLPs", offsets.size(),
+           mlps.size());
+  bool dense = true;
+  for (const GluMlp* m : mlps)
+    dense = dense && !m->gate.is_mxfp4() && !m->up.is_mxfp4() && !m->down.is_mxfp4();
+  if (!dense) {
+    for (size_t i = 0; i < mlps.size(); ++i) {
+      const int64_t r0 = offsets[i], n = offsets[i + 1] - r0, D = mlps[i]->width();
+      mlps[i]->forward(x + r0 * D, n, y + r0 * D);
+    }
+    return;
+  }
+  std::vector<int64_t> at(mlps.size() + 1, 0);  // start of MLP i's rows in the [rows, I_i] buffers
+  for (size_t i = 0; i < mlps.size(); ++i)
+    at[i + 1] = at[i] + (offsets[i + 1] - offsets[i]) * mlps[i]->intermediate();
+  std::vector<float> g(size_t(at.back())), u(size_t(at.back()));
+  std::vector<LinearJob> jobs;
+  for (size_t i = 0; i < mlps.size(); ++i) {
+    const GluMlp& m = *mlps[i];
+    const int64_t r0 = offsets[i], n = offsets[i + 1] - r0, D = m.width(), I = m.intermediate();
+    if (n == 0) continue;
+    jobs.push_back({f32_rows(x + r0 * D, n, D), m.gate.dense, f32_rows(g.data() + at[i], n, I)});
+    jobs.push_back({f32_rows(x + r0 * D, n, D), m.up.dense, f32_rows(u.data() + at[i], n, I)});
+  }
+  linear_batch(jobs);
+  jobs.clear();
+  for (size_t i = 0; i < mlps.size(); ++i) {
+    const GluMlp& m = *mlps[i];
+    const int64_t r0 = offsets[i], n = offsets[i + 1] - r0, D = m.width(), I = m.intermediate();
+    if (n == 0) continue;
+    glu_activate(m, g.data() + at[i], u.data() + at[i], n * I, g.data() + at[i]);
+    jobs.push_back({f32_rows(g.data() + at[i], n, I), m.down.dense, f32_rows(y + r0 * D, n, D)});
+  }
+  linear_batch(jobs);
 }
 
 }  // namespace ds

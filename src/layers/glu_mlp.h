@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "kernels/expert_linear.h"
 #include "layers/situ.h"
@@ -24,6 +25,13 @@ struct GluMlp {
 
   // y f32 [T, D] = MLP(x f32 [T, D]); overwrites y, or adds to it when `accumulate`.
   void forward(const float* x, int64_t T, float* y, bool accumulate = false) const;
+
+  // Many MLPs of one width D over their own rows (an MoE layer's selected experts): mlps[i] maps x
+  // rows [offsets[i], offsets[i+1]) to the same rows of y (overwritten); x, y f32 [offsets.back(), D].
+  // With dense weights, all gate/up products run as one linear_batch, then all down products as a
+  // second one (two parallel regions instead of three per MLP); MXFP4 weights run one MLP at a time.
+  static void forward_grouped(std::span<const GluMlp* const> mlps, std::span<const int64_t> offsets,
+                              const float* x, float* y);
 };
 
 }  // namespace ds

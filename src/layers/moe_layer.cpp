@@ -52,27 +52,31 @@ MoeRouting MoeLayer::route(const float* router_logits, int64_t T) const {
 
 void MoeLayer::routed(const float* z, int64_t T, const MoeRouting& r, float* u) const {
   const int64_t W = expert_width();
-  // Group (token, weight) by expert, then run each expert once over its tokens.
+  // Group (token, weight) by expert, then run every selected expert once over its tokens, all of
+  // them as one batch (GluMlp::forward_grouped).
   std::vector<std::vector<std::pair<int64_t, float>>> by_expert(p_.experts.size());
   for (int64_t t = 0; t < T; ++t)
     for (int j = 0; j < r.k; ++j)
       by_expert[size_t(r.expert[size_t(t * r.k + j)])].push_back({t, r.weight[size_t(t * r.k + j)]});
-  std::fill(u, u + T * W, 0.0f);
-  std::vector<float> zg, yg;  // f32 [n, W] gathered inputs / expert outputs
+  std::vector<const GluMlp*> mlps;
+  std::vector<int64_t> offsets{0};
+  std::vector<std::pair<int64_t, float>> rows;  // (token, weight) of every gathered row
   for (size_t e = 0; e < by_expert.size(); ++e) {
-    const auto& rows = by_expert[e];
-    if (rows.empty()) continue;
-    const int64_t n = int64_t(rows.size());
-    zg.resize(size_t(n * W));
-    yg.resize(size_t(n * W));
-    for (int64_t i = 0; i < n; ++i) std::copy_n(z + rows[size_t(i)].first * W, W, zg.data() + i * W);
-    p_.experts[e].forward(zg.data(), n, yg.data());
-    for (int64_t i = 0; i < n; ++i) {
-      float* dst = u + rows[size_t(i)].first * W;
-      const float w = rows[size_t(i)].second;
-      const float* src = yg.data() + i * W;
-      for (int64_t c = 0; c < W; ++c) dst[c] += w * src[c];
-    }
+    if (by_expert[e].empty()) continue;
+    mlps.push_back(&p_.experts[e]);
+    rows.insert(rows.end(), by_expert[e].begin(), by_expert[e].end());
+    offsets.push_back(int64_t(rows.size()));
+  }
+  const int64_t n = int64_t(rows.size());
+  std::vector<float> zg(size_t(n * W)), yg(size_t(n * W));  // f32 [n, W] gathered inputs / outputs
+  for (int64_t i = 0; i < n; ++i) std::copy_n(z + rows[size_t(i)].first * W, W, zg.data() + i * W);
+  GluMlp::forward_grouped(mlps, offsets, zg.data(), yg.data());
+  std::fill(u, u + T * W, 0.0f);
+  for (int64_t i = 0; i < n; ++i) {
+    float* dst = u + rows[size_t(i)].first * W;
+    const float w = rows[size_t(i)].second;
+    const float* src = yg.data() + i * W;
+    for (int64_t c = 0; c < W; ++c) dst[c] += w * src[c];
   }
 }
 

@@ -316,18 +316,33 @@ ForwardResult ModelRunner::forward(const ForwardBatch& batch) const {
 
   r.logits.resize(size_t(n_seq));
   r.checkpoints.resize(size_t(n_seq));
-  std::vector<float> h;
+  // Sequences that want one logits row (decode, last-token prefill) share one lm_head product, so
+  // the vocabulary matrix is read once per step, not once per sequence; the others get their own.
+  std::vector<int> one_row;
+  for (int s = 0; s < n_seq; ++s)
+    if (batch.seqs[size_t(s)].logits == LogitsWant::Last) one_row.push_back(s);
+  const int64_t n1 = int64_t(one_row.size());
+  std::vector<float> h(size_t(n1 * D)), logits1(size_t(n1 * V));
+  for (int64_t i = 0; i < n1; ++i)
+    std::copy_n(x.data() + (lb.begin(one_row[size_t(i)]) + lb.len(one_row[size_t(i)]) - 1) * D, D,
+                h.data() + i * D);
+  rmsnorm(f32_rows(h.data(), n1, D), f32_vec(final_norm_.data(), D), cfg_.rms_norm_eps,
+          f32_rows(h.data(), n1, D));
+  if (n1 > 0)
+    linear(f32_rows(h.data(), n1, lm_head_.cols), lm_head_, f32_rows(logits1.data(), n1, lm_head_.rows));
+  for (int64_t i = 0; i < n1; ++i)
+    r.logits[size_t(one_row[size_t(i)])].assign(logits1.begin() + i * V, logits1.begin() + (i + 1) * V);
   for (int s = 0; s < n_seq; ++s) {
     const SequenceInput& in = batch.seqs[size_t(s)];
     const int64_t n = lb.len(s);
-    const int64_t first = in.logits == LogitsWant::All ? 0 : n - 1;
-    const int64_t rows = in.logits == LogitsWant::None ? 0 : n - first;
-    h.resize(size_t(rows * D));
-    rmsnorm(f32_rows(x.data() + (lb.begin(s) + first) * D, rows, D), f32_vec(final_norm_.data(), D),
-            cfg_.rms_norm_eps, f32_rows(h.data(), rows, D));
-    r.logits[size_t(s)].resize(size_t(rows * V));
-    linear(f32_rows(h.data(), rows, lm_head_.cols), lm_head_,
-           f32_rows(r.logits[size_t(s)].data(), rows, lm_head_.rows));
+    if (in.logits == LogitsWant::All) {
+      h.resize(size_t(n * D));
+      rmsnorm(f32_rows(x.data() + lb.begin(s) * D, n, D), f32_vec(final_norm_.data(), D), cfg_.rms_norm_eps,
+              f32_rows(h.data(), n, D));
+      r.logits[size_t(s)].resize(size_t(n * V));
+      linear(f32_rows(h.data(), n, lm_head_.cols), lm_head_,
+             f32_rows(r.logits[size_t(s)].data(), n, lm_head_.rows));
+    }
     for (size_t e = 0; e < in.emit_state_at.size(); ++e) {
       KdaCheckpoint cp;
       cp.n_tokens = in.emit_state_at[e];

@@ -2,6 +2,8 @@
 // forms and argument errors, all against the double-accumulating linear_ref.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <iterator>
 #include <vector>
 
 #include "core/check.h"
@@ -76,6 +78,54 @@ TEST(Linear, GemmSpansSeveralBlocks) {
           << "row " << t;
       EXPECT_EQ(y[size_t(t * ys + rows)], 0.25f);  // padding untouched
     }
+  }
+}
+
+// linear_batch: jobs of different shapes, dtypes and paths (GEMV and GEMM), strided and
+// accumulating, in one call, each equal to its own reference.
+TEST(Linear, BatchRunsEveryJobAsLinear) {
+  struct Shape {
+    int64_t rows, cols, T;
+    DType dt;
+    bool acc;
+  };
+  // Together above the threading threshold, so the threads split every job.
+  const Shape shapes[] = {{37, 50, 1, DType::BF16, false},   {64, 33, 5, DType::F32, true},
+                          {5, 17, 16, DType::BF16, true},    {130, 70, 17, DType::BF16, false},
+                          {3, 9, 0, DType::F32, false},      {29, 100, 40, DType::F32, true},
+                          {300, 1000, 3, DType::BF16, false}};
+  std::vector<Weights> ws;
+  std::vector<std::vector<float>> xs, ys, refs;
+  std::vector<LinearJob> jobs;
+  for (size_t i = 0; i < std::size(shapes); ++i) {
+    const Shape& sh = shapes[i];
+    ws.push_back(make_weights(sh.rows, sh.cols, uint32_t(40 + i)));
+    xs.push_back(test::randn(size_t(sh.T * (sh.cols + 1)), uint32_t(50 + i)));
+    ys.emplace_back(size_t(sh.T * (sh.rows + 2)), 0.5f);
+  }
+  for (size_t i = 0; i < std::size(shapes); ++i) {
+    const Shape& sh = shapes[i];
+    jobs.push_back({xs[i].data(), sh.cols + 1, sh.T, ws[i].view(sh.dt, sh.rows, sh.cols), ys[i].data(),
+                    sh.rows + 2, sh.acc});
+  }
+  linear_batch(jobs);
+  for (size_t i = 0; i < std::size(shapes); ++i) {
+    const Shape& sh = shapes[i];
+    SCOPED_TRACE(i);
+    std::vector<float> x(size_t(sh.T * sh.cols)), ref(size_t(sh.T * sh.rows));
+    for (int64_t t = 0; t < sh.T; ++t)
+      for (int64_t c = 0; c < sh.cols; ++c) x[size_t(t * sh.cols + c)] = xs[i][size_t(t * (sh.cols + 1) + c)];
+    linear_ref(x.data(), sh.T, ws[i].view(sh.dt, sh.rows, sh.cols), ref.data());
+    for (int64_t t = 0; t < sh.T; ++t)
+      for (int64_t r = 0; r < sh.rows + 2; ++r) {
+        const float got = ys[i][size_t(t * (sh.rows + 2) + r)];
+        if (r >= sh.rows) {
+          EXPECT_EQ(got, 0.5f);  // padding untouched
+        } else {
+          const float want = ref[size_t(t * sh.rows + r)] + (sh.acc ? 0.5f : 0.0f);
+          EXPECT_NEAR(got, want, kAtol + kRtol * std::fabs(want)) << "t " << t << " r " << r;
+        }
+      }
   }
 }
 

@@ -12,52 +12,67 @@ namespace ds::cpu {
 
 namespace {
 
-// ---- GEMV path: bf16/f32 weights, few activation rows -------------------------------------
+// ---- GEMV path (T <= kLinearGemvMaxRows): bf16/f32 weights, few activation rows ----------------
 // The ISA body (isa/linear_body.h) computes all T activation rows for a range of output rows; the
 // threads split the output rows in blocks of 4, each read from memory once.
+// ---- GEMM path (more rows): each thread owns a contiguous range of output features (a multiple
+// of the body's micro-tile rows); the body (isa/gemm_body.h) widens bf16 weights as it goes.
 constexpr int64_t kRowBlock = 4;
 
-void gemv_dispatch(const float* x, int64_t x_stride, int64_t T, const WeightView& w, float* y,
-                   int64_t y_stride, bool acc) {
-  const cpu::KernelTable& k = cpu::kernels();
-  const int64_t n_blocks = (w.rows + kRowBlock - 1) / kRowBlock;
-  // Below ~512K MACs (~1 MB of bf16 weights, ~25 us) a fork/join is not worth it.
-  const bool parallel = w.rows * w.cols * T >= (int64_t(1) << 19) && n_blocks > 1;
-#pragma omp parallel if (parallel)
-  {
-    const int64_t nt = omp_get_num_threads(), id = omp_get_thread_num();
-    const int64_t b0 = n_blocks * id / nt, b1 = n_blocks * (id + 1) / nt;
-    const int64_t r0 = std::min(w.rows, b0 * kRowBlock), r1 = std::min(w.rows, b1 * kRowBlock);
-    if (r0 < r1) {
-      if (w.dtype == DType::BF16)
-        k.gemv_bf16(x, x_stride, T, static_cast<const uint16_t*>(w.data), w.cols, r0, r1, y, y_stride, acc);
-      else
-        k.gemv_f32(x, x_stride, T, static_cast<const float*>(w.data), w.cols, r0, r1, y, y_stride, acc);
-    }
+enum class Path { Auto, Gemv, Gemm };  // Auto: GEMV for T <= kLinearGemvMaxRows, else GEMM
+
+// Thread `id` of `nt`: its share of one product's output rows. scratch: the GEMM body's buffer,
+// allocated on first use.
+void linear_slice(const KernelTable& k, const LinearJob& j, Path path, int64_t id, int64_t nt,
+                  std::vector<float>& scratch) {
+  const WeightView& w = j.w;
+  if (j.T <= 0) return;
+  const bool bf16 = w.dtype == DType::BF16;
+  const void* wd = w.data;
+  if (path == Path::Gemv || (path == Path::Auto && j.T <= kLinearGemvMaxRows)) {
+    const int64_t n_blocks = (w.rows + kRowBlock - 1) / kRowBlock;
+    const int64_t r0 = std::min(w.rows, n_blocks * id / nt * kRowBlock);
+    const int64_t r1 = std::min(w.rows, n_blocks * (id + 1) / nt * kRowBlock);
+    if (r0 >= r1) return;
+    if (bf16)
+      k.gemv_bf16(j.x, j.x_stride, j.T, static_cast<const uint16_t*>(wd), w.cols, r0, r1, j.y, j.y_stride,
+                  j.accumulate);
+    else
+      k.gemv_f32(j.x, j.x_stride, j.T, static_cast<const float*>(wd), w.cols, r0, r1, j.y, j.y_stride,
+                 j.accumulate);
+    return;
   }
+  const int64_t per = ((w.rows + nt - 1) / nt + k.gemm_nr - 1) / k.gemm_nr * k.gemm_nr;
+  const int64_t r0 = std::min(w.rows, id * per), r1 = std::min(w.rows, r0 + per);
+  if (r0 >= r1) return;
+  if (scratch.empty()) scratch.resize(size_t(k.gemm_scratch_floats));
+  if (bf16)
+    k.gemm_bf16(j.x, j.x_stride, j.T, static_cast<const uint16_t*>(wd), w.cols, r0, r1, j.y, j.y_stride,
+                j.accumulate, scratch.data());
+  else
+    k.gemm_f32(j.x, j.x_stride, j.T, static_cast<const float*>(wd), w.cols, r0, r1, j.y, j.y_stride,
+               j.accumulate, scratch.data());
 }
 
-// ---- GEMM path: more activation rows ------------------------------------------------------
-// Each thread owns a contiguous range of output features (a multiple of the body's micro-tile
-// rows); the body (isa/gemm_body.h) widens bf16 weights block by block as it goes.
-void gemm_dispatch(const float* x, int64_t x_stride, int64_t T, const WeightView& w, float* y,
-                   int64_t y_stride, bool acc) {
-  const cpu::KernelTable& k = cpu::kernels();
-  const bool parallel = w.rows >= 2 * k.gemm_nr && T * w.rows * w.cols >= (int64_t(1) << 20);
-#pragma omp parallel if (parallel)
+// Below ~512K MACs (~1 MB of bf16 weights at T = 1, ~25 us) a fork/join is not worth it; a single
+// matrix also needs more than one row block (GEMV) or micro-tile group (GEMM) per thread.
+bool worth_threads(const KernelTable& k, std::span<const LinearJob> jobs) {
+  int64_t macs = 0, widest = 0;
+  for (const LinearJob& j : jobs) {
+    macs += j.T * j.w.rows * j.w.cols;
+    widest = std::max(widest, j.w.rows);
+  }
+  return macs >= (int64_t(1) << 19) &&
+         (jobs.size() > 1 || widest >= 2 * std::max<int64_t>(kRowBlock, k.gemm_nr));
+}
+
+void run_jobs(std::span<const LinearJob> jobs, Path path = Path::Auto) {
+  const KernelTable& k = kernels();
+#pragma omp parallel if (worth_threads(k, jobs))
   {
     const int64_t nt = omp_get_num_threads(), id = omp_get_thread_num();
-    const int64_t per = ((w.rows + nt - 1) / nt + k.gemm_nr - 1) / k.gemm_nr * k.gemm_nr;
-    const int64_t r0 = std::min(w.rows, id * per), r1 = std::min(w.rows, r0 + per);
-    if (r0 < r1) {
-      std::vector<float> scratch(static_cast<size_t>(k.gemm_scratch_floats));
-      if (w.dtype == DType::BF16)
-        k.gemm_bf16(x, x_stride, T, static_cast<const uint16_t*>(w.data), w.cols, r0, r1, y, y_stride, acc,
-                    scratch.data());
-      else
-        k.gemm_f32(x, x_stride, T, static_cast<const float*>(w.data), w.cols, r0, r1, y, y_stride, acc,
-                   scratch.data());
-    }
+    std::vector<float> scratch;
+    for (const LinearJob& j : jobs) linear_slice(k, j, path, id, nt, scratch);
   }
 }
 
@@ -74,14 +89,16 @@ void check_linear(const float* x, int64_t x_stride, int64_t T, const WeightView&
 
 }  // namespace
 
+void linear_batch(std::span<const LinearJob> jobs) {
+  for (const LinearJob& j : jobs) check_linear(j.x, j.x_stride, j.T, j.w, j.y, j.y_stride);
+  run_jobs(jobs);
+}
+
 void linear_strided(const float* x, int64_t x_stride, int64_t T, const WeightView& w, float* y,
                     int64_t y_stride, bool accumulate) {
   check_linear(x, x_stride, T, w, y, y_stride);
-  if (T == 0) return;
-  if (T <= kLinearGemvMaxRows)
-    gemv_dispatch(x, x_stride, T, w, y, y_stride, accumulate);
-  else
-    gemm_dispatch(x, x_stride, T, w, y, y_stride, accumulate);
+  const LinearJob j{x, x_stride, T, w, y, y_stride, accumulate};
+  run_jobs({&j, 1});
 }
 
 void linear(const float* x, int64_t T, const WeightView& w, float* y) {
@@ -94,12 +111,14 @@ void linear_accumulate(const float* x, int64_t T, const WeightView& w, float* y)
 
 void linear_gemv(const float* x, int64_t T, const WeightView& w, float* y) {
   check_linear(x, w.cols, T, w, y, w.rows);
-  if (T > 0) gemv_dispatch(x, w.cols, T, w, y, w.rows, false);
+  const LinearJob j{x, w.cols, T, w, y, w.rows, false};
+  run_jobs({&j, 1}, Path::Gemv);
 }
 
 void linear_gemm(const float* x, int64_t T, const WeightView& w, float* y) {
   check_linear(x, w.cols, T, w, y, w.rows);
-  if (T > 0) gemm_dispatch(x, w.cols, T, w, y, w.rows, false);
+  const LinearJob j{x, w.cols, T, w, y, w.rows, false};
+  run_jobs({&j, 1}, Path::Gemm);
 }
 
 void linear_ref(const float* x, int64_t T, const WeightView& w, float* y) {

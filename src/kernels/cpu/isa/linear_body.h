@@ -35,7 +35,10 @@ inline void gemv_tile(const float* x, int64_t xs, const WT* w, int64_t cols, flo
   for (; c + kLanes <= cols; c += kLanes) {
     vf xv[NT];
 #pragma GCC unroll 8
-    for (int t = 0; t < NT; ++t) xv[t] = vload(x + t * xs + c);
+    for (int t = 0; t < NT; ++t) {
+      xv[t] = vload(x + t * xs + c);
+      if constexpr (R > 1) vkeep(xv[t]);  // one load for R FMAs, not R folded loads
+    }
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const vf wv = wload(w + r * cols + c);
@@ -87,17 +90,40 @@ inline void gemv_tile_4x1(const float* x, const WT* w, int64_t cols, float* y, b
   for (int r = 0; r < 4; ++r) put(y + r, vsum(vadd(a[r], b[r])), acc);
 }
 
-// Output rows [r0, r1) for all T activation rows.
+// Weight rows [r, r + 4) against activation rows [t, t + n), n < kGemvTokens, in one tile.
+template <typename WT>
+inline void gemv_tail_tile(const float* x, int64_t xs, int64_t n, const WT* w, int64_t cols, float* y,
+                           int64_t ys, bool acc) {
+  if constexpr (kGemvTokens > 1) {
+    if (n == 1) return gemv_tile_4x1(x, w, cols, y, acc);
+  }
+  if constexpr (kGemvTokens > 2) {
+    if (n == 2) return gemv_tile<4, 2>(x, xs, w, cols, y, ys, acc);
+  }
+  if constexpr (kGemvTokens > 3) {
+    if (n == 3) return gemv_tile<4, 3>(x, xs, w, cols, y, ys, acc);
+  }
+  if constexpr (kGemvTokens > 4) {
+    if (n == 4) return gemv_tile<4, 4>(x, xs, w, cols, y, ys, acc);
+  }
+  if constexpr (kGemvTokens > 5) {
+    if (n == 5) return gemv_tile<4, 5>(x, xs, w, cols, y, ys, acc);
+  }
+  for (int64_t t = 0; t < n; ++t) gemv_tile_4x1(x + t * xs, w, cols, y + t * ys, acc);
+}
+
+// Output rows [r0, r1) for all T activation rows: full tiles of kGemvTokens rows, then one tile
+// for the rest, so every 4-row weight block is streamed from memory once.
 template <typename WT>
 void gemv_rows(const float* x, int64_t xs, int64_t T, const WT* w, int64_t cols, int64_t r0, int64_t r1,
                float* y, int64_t ys, bool acc) {
   int64_t r = r0;
+  const int64_t t_full = T / kGemvTokens * kGemvTokens;
   for (; r + 4 <= r1; r += 4) {
     const WT* wr = w + r * cols;
-    int64_t t = 0;
-    for (; t + kGemvTokens <= T; t += kGemvTokens)
+    for (int64_t t = 0; t < t_full; t += kGemvTokens)
       gemv_tile<4, kGemvTokens>(x + t * xs, xs, wr, cols, y + t * ys + r, ys, acc);
-    for (; t < T; ++t) gemv_tile_4x1(x + t * xs, wr, cols, y + t * ys + r, acc);
+    if (t_full < T) gemv_tail_tile(x + t_full * xs, xs, T - t_full, wr, cols, y + t_full * ys + r, ys, acc);
   }
   for (; r < r1; ++r)
     for (int64_t t = 0; t < T; ++t)

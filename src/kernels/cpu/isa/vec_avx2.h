@@ -6,7 +6,7 @@ namespace ds::cpu::DS_ISA {
 
 using vf = __m256;
 // Register tiling of the bodies (accumulators must fit the register file).
-inline constexpr int kGemvTokens = 2;  // activation rows per GEMV tile (x 4 weight rows)
+inline constexpr int kGemvTokens = 3;  // activation rows per GEMV tile (x 4 weight rows)
 inline constexpr int kGemmRows = 4;    // small_gemm rows of A per micro-tile
 inline constexpr int kGemmVecs = 2;    // small_gemm vectors of B per micro-tile
 inline constexpr int kGemmNr = 6;      // linear GEMM: weight rows per micro-tile
@@ -19,6 +19,11 @@ inline __m256i lane_mask(int64_t n) {  // all-ones in the first min(n, 8) lanes
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(int(n < 8 ? n : 8)), iota);
 }
 
+// Pins v in a register: the compiler may no longer re-read it from memory as an instruction's
+// memory operand (used where one load feeds several FMAs).
+inline void vkeep(vf& v) {
+  asm("" : "+x"(v));
+}
 inline vf vzero() {
   return _mm256_setzero_ps();
 }

@@ -7,7 +7,7 @@ namespace ds::cpu::DS_ISA {
 
 using vf = __m512;
 // Register tiling of the bodies (accumulators must fit the register file).
-inline constexpr int kGemvTokens = 4;  // activation rows per GEMV tile (x 4 weight rows)
+inline constexpr int kGemvTokens = 6;  // activation rows per GEMV tile (x 4 weight rows)
 inline constexpr int kGemmRows = 4;    // small_gemm rows of A per micro-tile
 inline constexpr int kGemmVecs = 4;    // small_gemm vectors of B per micro-tile
 inline constexpr int kGemmNr = 12;     // linear GEMM: weight rows per micro-tile
@@ -19,6 +19,11 @@ inline __mmask16 lane_mask(int64_t n) {  // the first min(n, 16) lanes
   return n >= 16 ? __mmask16(0xffff) : __mmask16((1u << n) - 1u);
 }
 
+// Pins v in a register: the compiler may no longer re-read it from memory as an instruction's
+// memory operand (used where one load feeds several FMAs).
+inline void vkeep(vf& v) {
+  asm("" : "+v"(v));
+}
 inline vf vzero() {
   return _mm512_setzero_ps();
 }

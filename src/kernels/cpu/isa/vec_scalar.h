@@ -30,6 +30,11 @@ inline vf vmap2(vf a, vf b, F f) {
   return r;
 }
 
+// Pins v in a register: the compiler may no longer re-read it from memory as an instruction's
+// memory operand (used where one load feeds several FMAs).
+inline void vkeep(vf& v) {
+  (void)v;
+}
 inline vf vzero() {
   return vf{};
 }
