@@ -138,7 +138,38 @@ def rel(a, b):
     return ((a - b).norm() / b.norm().clamp_min(1e-30)).item()
 
 
-def run_prefill(ours, chunk_kda, cases, copy_bw, mm_rate, reps, results, flush):
+def dump(results):
+    if results.get('_out'):
+        with open(results['_out'], 'w') as f:
+            json.dump({k: v for k, v in results.items() if not k.startswith('_')}, f, indent=1)
+
+
+def run_sweep(ours, cases, reps, results, flush):
+    """deltaserve only: the recurrence kernel's warps per CTA (DS_KDA_K2_WARPS) on a few shapes."""
+    print('\n== sweep: recurrence-kernel warps per CTA (deltaserve prefill, ms) ==')
+    print(f"{'gate':9} {'H':>3} {'T':>6} {'w=2':>8} {'w=4':>8} {'w=8':>8}")
+    for gate, H, T in cases:
+        lb = -5.0 if gate == 'safe' else None
+        gen = torch.Generator(device='cuda').manual_seed(3)
+        q, k, v, g, b = prefill_inputs(T, H, gen)
+        a_log, dt_bias = gate_params(H, gen)
+        o = torch.empty((T, H * D), dtype=torch.bfloat16, device='cuda')
+        pool = torch.zeros((1, H, D, D), dtype=torch.float32, device='cuda')
+        args = (q.view(T, H * D), k.view(T, H * D), v.view(T, H * D), g.view(T, H * D), b.view(T, H), o,
+                a_log, dt_bias, lb, [0, T], pool, [-1], [0])
+        row = dict(gate=gate, H=H, T=T)
+        for w in (2, 4, 8):
+            os.environ['DS_KDA_K2_WARPS'] = str(w)
+            row[f'w{w}_ms'], _ = median_ms(lambda: ours.prefill(*args), reps, flush=flush)
+        os.environ.pop('DS_KDA_K2_WARPS', None)
+        results['sweep'].append(row)
+        dump(results)
+        print(f"{gate:9} {H:>3} {T:>6} {row['w2_ms']:8.3f} {row['w4_ms']:8.3f} {row['w8_ms']:8.3f}", flush=True)
+        del q, k, v, g, b, o, pool
+        torch.cuda.empty_cache()
+
+
+def run_prefill(ours, chunk_kda, cases, copy_bw, mm_rate, reps, results, flush, with_fla=True):
     print('\n== prefill: deltaserve kda_prefill vs fla chunk_kda (bf16, B=1 packed) ==')
     hdr = f"{'gate':9} {'H':>3} {'T':>6} {'seqs':>4} {'fla ms':>8} {'ours ms':>8} {'ratio':>6} " \
           f"{'HBM floor ms':>12} {'% HBM':>6} {'TC floor ms':>11} {'% TC':>5} {'rel o':>8} {'rel S':>8}"
@@ -155,23 +186,24 @@ def run_prefill(ours, chunk_kda, cases, copy_bw, mm_rate, reps, results, flush):
         N = len(lens)
         with torch.inference_mode():
             fcu = cu if N > 1 else None
-            o_ref, s_ref = fla_prefill(chunk_kda, q, k, v, g, b, a_log, dt_bias, lb, fcu)
+            o_ref, s_ref = fla_prefill(chunk_kda, q, k, v, g, b, a_log, dt_bias, lb, fcu) if with_fla else (None, None)
             o = torch.empty((T, H * D), dtype=torch.bfloat16, device='cuda')
             pool = torch.zeros((N, H, D, D), dtype=torch.float32, device='cuda')
             args = (q.view(T, H * D), k.view(T, H * D), v.view(T, H * D), g.view(T, H * D), b.view(T, H), o,
                     a_log, dt_bias, lb, cu, pool, [-1] * N, list(range(N)))
             ours.prefill(*args)
             torch.cuda.synchronize()
-            err_o = rel(o.view(1, T, H, D), o_ref)
-            err_s = rel(pool, s_ref)
-            t_fla, _ = median_ms(lambda: fla_prefill(chunk_kda, q, k, v, g, b, a_log, dt_bias, lb, fcu), reps,
-                                 flush=flush)
+            err_o = rel(o.view(1, T, H, D), o_ref) if with_fla else float('nan')
+            err_s = rel(pool, s_ref) if with_fla else float('nan')
+            t_fla = median_ms(lambda: fla_prefill(chunk_kda, q, k, v, g, b, a_log, dt_bias, lb, fcu), reps,
+                              flush=flush)[0] if with_fla else float('nan')
             t_ours, _ = median_ms(lambda: ours.prefill(*args), reps, flush=flush)
         hbm_floor = T * H * HBM_BYTES_PER_TOKEN_HEAD / copy_bw * 1e3
         tc_floor = sum(math.ceil(n / 16) for n in lens) * H * FLOPS_PER_CHUNK_HEAD / mm_rate * 1e3
         row = dict(gate=gate, H=H, T=T, seqs=N, fla_ms=t_fla, ours_ms=t_ours, ratio=t_fla / t_ours,
                    hbm_floor_ms=hbm_floor, tc_floor_ms=tc_floor, rel_o_vs_fla=err_o, rel_state_vs_fla=err_s)
         results['prefill'].append(row)
+        dump(results)
         print(f"{gate:9} {H:>3} {T:>6} {N:>4} {t_fla:8.3f} {t_ours:8.3f} {t_fla / t_ours:6.2f} {hbm_floor:12.3f} "
               f"{100 * hbm_floor / t_ours:6.1f} {tc_floor:11.3f} {100 * tc_floor / t_ours:5.1f} {err_o:8.1e} "
               f"{err_s:8.1e}", flush=True)
@@ -207,6 +239,7 @@ def run_checkpoints(ours, cases, reps, results, flush):
             row = dict(gate=gate, H=H, T=T, every=name, checkpoints=len(cks), base_ms=base, with_ms=t,
                        overhead=t / base - 1)
             results['checkpoints'].append(row)
+            dump(results)
             print(f"{gate:9} {H:>3} {T:>6} {name:>6} {len(cks):>5} {base:8.3f} {t:8.3f} {100 * (t / base - 1):7.2f}%",
                   flush=True)
         del q, k, v, g, b, o, pool
@@ -279,6 +312,7 @@ def run_decode(ours, fused_recurrent_kda_fwd, batches, H, gate, copy_bw, results
                    ours_state_TBps=bw_ours / 1e12, fla_state_TBps=bw_fla / 1e12,
                    ours_frac_copy=bw_ours / copy_bw, fla_frac_copy=bw_fla / copy_bw)
         results['decode'].append(row)
+        dump(results)
         print(f"{B:>4} {us_fla:8.1f} {us_ours:8.1f} {us_fla / us_ours:6.2f} {bw_fla / 1e12:8.2f} "
               f"{bw_ours / 1e12:9.2f} {100 * bw_ours / copy_bw:10.1f}% {100 * bw_fla / copy_bw:9.1f}%", flush=True)
         del pool, conv, fpool, g_ours, g_fla
@@ -290,9 +324,12 @@ def main():
     ap.add_argument('--lib', required=True)
     ap.add_argument('--fla', required=True)
     ap.add_argument('--quick', action='store_true', help='a few shapes only')
-    ap.add_argument('--parts', default='prefill,checkpoints,decode')
+    ap.add_argument('--parts', default='prefill,checkpoints,decode,sweep')
     ap.add_argument('--out', default='')
     ap.add_argument('--reps', type=int, default=10)
+    ap.add_argument('--gates', default='safe,softplus')
+    ap.add_argument('--ours-only', action='store_true', help='prefill: time deltaserve only')
+    ap.add_argument('--shapes', default='grid,varlen', help='prefill shapes: grid (H x T), varlen (16 sequences)')
     a = ap.parse_args()
     sys.path.insert(0, a.fla)
     from fla.ops.kda import chunk_kda
@@ -308,34 +345,39 @@ def main():
     copy_bw = copy_bandwidth()
     mm = matmul_rate()
     print(f'device-to-device copy: {copy_bw / 1e12:.3f} TB/s (read + write); bf16 8192^3 matmul: {mm / 1e12:.0f} TFLOP/s')
-    results = dict(copy_TBps=copy_bw / 1e12, matmul_TFLOPs=mm / 1e12, prefill=[], checkpoints=[], decode=[],
+    results = dict(_out=a.out, copy_TBps=copy_bw / 1e12, matmul_TFLOPs=mm / 1e12, prefill=[], checkpoints=[],
+                   decode=[], sweep=[],
                    env=dict(device=torch.cuda.get_device_name(), torch=torch.__version__,
                             k2_warps=os.environ.get('DS_KDA_K2_WARPS', 'auto')))
     flush = torch.empty(256 << 20, dtype=torch.uint8, device='cuda')
     parts = a.parts.split(',')
     if 'prefill' in parts:
         cases = []
-        for gate in ('safe', 'softplus'):
+        for gate in a.gates.split(','):
             Hs, Ts = ((32,), (8192,)) if a.quick else ((32, 64, 96), (8192, 32768, 65536))
-            for H in Hs:
-                for T in Ts:
-                    cases.append((gate, H, [T]))
-            g = torch.Generator().manual_seed(5)
-            lens = torch.randint(256, 3840, (16,), generator=g).tolist()
-            cases.append((gate, 64, lens))
-        run_prefill(ours, chunk_kda, cases, copy_bw, mm, a.reps, results, flush)
-    if 'checkpoints' in parts:
-        ck_cases = [('safe', 32, 32768 if a.quick else 65536, [1024, 4096, 32768])]
-        if not a.quick:
-            ck_cases.append(('softplus', 64, 32768, [1024, 4096, 32768]))
-        run_checkpoints(ours, ck_cases, max(a.reps, 9), results, flush)
+            if 'grid' in a.shapes:
+                for H in Hs:
+                    for T in Ts:
+                        cases.append((gate, H, [T]))
+            if 'varlen' in a.shapes:
+                g = torch.Generator().manual_seed(5)
+                lens = torch.randint(256, 3840, (16,), generator=g).tolist()
+                cases.append((gate, 64, lens))
+        run_prefill(ours, chunk_kda, cases, copy_bw, mm, a.reps, results, flush, with_fla=not a.ours_only)
     if 'decode' in parts:
         batches = [1, 64, 256] if a.quick else [1, 8, 32, 64, 128, 256]
-        for gate in ('softplus', 'safe'):
+        for gate in a.gates.split(','):
             run_decode(ours, fused_recurrent_kda_fwd, batches, 32, gate, copy_bw, results)
-    if a.out:
-        with open(a.out, 'w') as f:
-            json.dump(results, f, indent=1)
+    if 'checkpoints' in parts:
+        ck_cases = []
+        if 'safe' in a.gates:
+            ck_cases.append(('safe', 32, 32768 if a.quick else 65536, [1024, 4096, 32768]))
+        if 'softplus' in a.gates and not a.quick:
+            ck_cases.append(('softplus', 64, 65536, [1024, 4096, 32768]))
+        run_checkpoints(ours, ck_cases, max(a.reps, 9), results, flush)
+    if 'sweep' in parts:
+        run_sweep(ours, [('safe', 32, 32768), ('safe', 96, 32768), ('softplus', 64, 32768)], a.reps, results, flush)
+    dump(results)
 
 
 if __name__ == '__main__':

@@ -26,6 +26,7 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <vector>
 
@@ -67,23 +68,6 @@ __device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float x) {
   return __float2bfloat16_rn(x);
 }
 
-// 16 bytes of T -> f32 (8 bf16 or 4 f32) into dst.
-__device__ __forceinline__ int unpack16(const uint4& u, float* dst, __nv_bfloat16) {
-  const __nv_bfloat162* p = reinterpret_cast<const __nv_bfloat162*>(&u);
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const float2 f = __bfloat1622float2(p[i]);
-    dst[2 * i] = f.x, dst[2 * i + 1] = f.y;
-  }
-  return 8;
-}
-__device__ __forceinline__ int unpack16(const uint4& u, float* dst, float) {
-  const float* p = reinterpret_cast<const float*>(&u);
-#pragma unroll
-  for (int i = 0; i < 4; ++i) dst[i] = p[i];
-  return 4;
-}
-
 struct K1Params {
   const void *q, *k, *f, *b;
   int64_t q_stride, k_stride, f_stride, b_stride;  // elements per row
@@ -94,50 +78,53 @@ struct K1Params {
   int64_t n_chunks;
 };
 
-constexpr int kRawLd = 132;   // f32 row stride of the K1 staging tiles (16-byte rows, fewer bank conflicts)
-constexpr int kTileLd = 136;  // bf16 row stride of mma operand tiles (272 B: conflict-free ldmatrix)
+// Element offset of (r, c) in a [16][128] bf16 tile whose 16-byte chunks are XOR-swizzled by row:
+// the layout of the record's K̂, Q̂, K̃ and of the prep kernel's mma tiles. Eight rows at one logical
+// chunk land in eight different bank groups, so ldmatrix is conflict-free without padding and the
+// record can be copied into shared memory with one bulk copy.
+__device__ __forceinline__ int swz128(int r, int c) {
+  return r * kD + ((((c >> 3) ^ (r & 7))) << 3) + (c & 7);
+}
+// Same for the [16][16] tiles (A, M): two chunks per row, swizzled by bit 2 of the row.
+__device__ __forceinline__ int swz16(int r, int c) {
+  return r * kC + ((((c >> 3) ^ ((r >> 2) & 1))) << 3) + (c & 7);
+}
 
+constexpr int kGLd = 132;  // f32 row stride of the cumulative gate tile
+
+template <class T>
 struct K1Smem {
-  float q[kC][kRawLd], k[kC][kRawLd], g[kC][kRawLd];  // raw -> normalised q, k; gate -> cumulative G
-  __nv_bfloat16 P[kC][kTileLd], R[kC][kTileLd], Pq[kC][kTileLd], X[kC][kTileLd];
+  T q[kC][kD], k[kC][kD];  // raw rows (zero past the chunk's end)
+  float g[kC][kGLd];       // gate pre-activation, then the cumulative gate G (log2 units)
+  alignas(16) __nv_bfloat16 tile[4][kC * kD];  // mma operands of the pair sums (swizzled)
   float L[kC][kC + 1], M[kC][kC + 1];
   float beta[kC], inv_q[kC], inv_k[kC], qk[kC];
 };
 
-// Loads rows [row0, row0 + len) of a [T, H*128] tensor's head h into dst f32 [16][kRawLd]; rows >= len are 0.
+// Rows [row0, row0 + len) of head h of a [T, H*128] tensor -> dst [16][128]; rows >= len are 0.
 template <class T>
-__device__ void load_rows(const void* src_v, int64_t stride, int64_t row0, int len, int h,
-                          float (*dst)[kRawLd]) {
-  constexpr int kPer = 16 / sizeof(T);  // elements per 16-byte vector
-  constexpr int kVecPerRow = kD / kPer;
+__device__ void load_rows(const void* src_v, int64_t stride, int64_t row0, int len, int h, T (*dst)[kD]) {
+  constexpr int kPer = 16 / sizeof(T), kVecPerRow = kD / kPer;
   const T* src = static_cast<const T*>(src_v);
   for (int idx = threadIdx.x; idx < kC * kVecPerRow; idx += blockDim.x) {
     const int r = idx / kVecPerRow, c = (idx % kVecPerRow) * kPer;
-    float tmp[8];
-    if (r < len) {
-      const uint4 u = *reinterpret_cast<const uint4*>(src + (row0 + r) * stride + int64_t(h) * kD + c);
-      unpack16(u, tmp, T{});
-    } else {
-#pragma unroll
-      for (int i = 0; i < kPer; ++i) tmp[i] = 0.0f;
-    }
-#pragma unroll
-    for (int i = 0; i < kPer; ++i) dst[r][c + i] = tmp[i];
+    uint4 u = make_uint4(0, 0, 0, 0);
+    if (r < len) u = *reinterpret_cast<const uint4*>(src + (row0 + r) * stride + int64_t(h) * kD + c);
+    *reinterpret_cast<uint4*>(&dst[r][c]) = u;
   }
 }
 
-// One warp: C[16][16] (smem, f32) = X[16][128] · Y[16][128]ᵀ with bf16 tiles in shared memory.
-// level 0 writes every entry; level l in 1..4 only the pairs (r, i) first separated at block size
-// 32 >> l: same block, r in its upper half, i in its lower half.
-__device__ void warp_xyt(const __nv_bfloat16 (*X)[kTileLd], const __nv_bfloat16 (*Y)[kTileLd],
-                         float (*C)[kC + 1], int level) {
+// One warp: C[16][16] (smem, f32) = X · Yᵀ for swizzled [16][128] bf16 tiles X, Y. level 0 writes
+// every entry; level l in 1..4 only the pairs (r, i) first separated at block size 32 >> l (same
+// block, r in its upper half, i in its lower half).
+__device__ void warp_xyt(const __nv_bfloat16* X, const __nv_bfloat16* Y, float (*C)[kC + 1], int level) {
   const int lane = threadIdx.x % 32, mat = lane / 8, rr = lane % 8;
   float acc[2][4] = {};
 #pragma unroll
   for (int ks = 0; ks < kD / 16; ++ks) {
     uint32_t a[4], b[4];
-    ldmatrix_x4(a, &X[(mat % 2) * 8 + rr][16 * ks + (mat / 2) * 8]);
-    ldmatrix_x4(b, &Y[(mat / 2) * 8 + rr][16 * ks + (mat % 2) * 8]);
+    ldmatrix_x4(a, X + swz128((mat % 2) * 8 + rr, 16 * ks + (mat / 2) * 8));
+    ldmatrix_x4(b, Y + swz128((mat / 2) * 8 + rr, 16 * ks + (mat % 2) * 8));
     mma_16816(acc[0], a, b[0], b[1]);
     mma_16816(acc[1], a, b[2], b[3]);
   }
@@ -154,19 +141,10 @@ __device__ void warp_xyt(const __nv_bfloat16 (*X)[kTileLd], const __nv_bfloat16 
   }
 }
 
-// Row r's factor at hierarchy level l (block size 32 >> l, split after row p = its lower half's
-// last row): 2^(G_r − G_p) in the upper half, 2^(G_p − G_r) in the lower half; both <= 1.
-__device__ __forceinline__ float level_factor(const float (*G)[kRawLd], int r, int j, int level,
-                                              bool& upper) {
-  const int bs = 32 >> level, p = (r / bs) * bs + bs / 2 - 1;
-  upper = r % bs >= bs / 2;
-  const float d = G[r][j] - G[p][j];
-  return fast_exp2(upper ? d : -d);
-}
-
 template <class T, bool kSafeGate>
 __global__ void __launch_bounds__(128) kda_prep_kernel(K1Params p) {
-  __shared__ K1Smem s;
+  extern __shared__ __align__(16) uint8_t k1_smem_raw[];
+  K1Smem<T>& s = *reinterpret_cast<K1Smem<T>*>(k1_smem_raw);
   const int64_t chunk = blockIdx.x;
   const int h = blockIdx.y, j = threadIdx.x, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int2 cr = p.chunk_rows[chunk];
@@ -175,21 +153,25 @@ __global__ void __launch_bounds__(128) kda_prep_kernel(K1Params p) {
 
   load_rows<T>(p.q, p.q_stride, row0, len, h, s.q);
   load_rows<T>(p.k, p.k_stride, row0, len, h, s.k);
-  load_rows<T>(p.f, p.f_stride, row0, len, h, s.g);
+  {
+    const T* f = static_cast<const T*>(p.f);
+#pragma unroll 4
+    for (int r = 0; r < kC; ++r) s.g[r][j] = r < len ? to_f32(f[(row0 + r) * p.f_stride + int64_t(h) * kD + j]) : 0.0f;
+  }
   if (j < kC) {
     const float b = j < len ? to_f32(static_cast<const T*>(p.b)[(row0 + j) * p.b_stride + h]) : 0.0f;
     s.beta[j] = j < len ? 1.0f / (1.0f + expf(-b)) : 0.0f;
   }
   __syncthreads();
 
-  // L2 norms: warp w takes rows 4w .. 4w+3.
+  // L2 norms and q·k: warp w takes rows 4w .. 4w+3.
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
     const int r = 4 * warp + i;
     float sq = 0.0f, sk = 0.0f, sqk = 0.0f;
 #pragma unroll
     for (int m = 0; m < 4; ++m) {
-      const float qv = s.q[r][lane + 32 * m], kv = s.k[r][lane + 32 * m];
+      const float qv = to_f32(s.q[r][lane + 32 * m]), kv = to_f32(s.k[r][lane + 32 * m]);
       sq += qv * qv, sk += kv * kv, sqk += qv * kv;
     }
 #pragma unroll
@@ -212,11 +194,12 @@ __global__ void __launch_bounds__(128) kda_prep_kernel(K1Params p) {
   for (int r = 0; r < kC; ++r) {
     float gate = 0.0f;
     if (r < len) {
+      // Fast intrinsics: their ~2 ulp errors are far below the bf16 rounding of every operand.
       const float z = s.g[r][j] + dt;
       if constexpr (kSafeGate) {
-        gate = p.lower_bound / (1.0f + expf(-a * z));
+        gate = p.lower_bound * __fdividef(1.0f, 1.0f + __expf(-a * z));
       } else {
-        gate = -a * (z > 20.0f ? z : log1pf(expf(z)));
+        gate = -a * (z > 20.0f ? z : __logf(1.0f + __expf(z)));
       }
     }
     G += gate * kLog2e;
@@ -226,58 +209,61 @@ __global__ void __launch_bounds__(128) kda_prep_kernel(K1Params p) {
   const bool wide = -G_mid > kMaxHalfSpan || G_mid - G_last > kMaxHalfSpan;
   const bool slow = __syncthreads_or(wide);  // also orders the norm results above
 
-  // Record: K̂, Q̂, K̃, γ (thread j owns channel j of every row).
+  // Record rows, written straight to the workspace in the swizzled layout (8 consecutive channels
+  // share a 16-byte piece): K̂, Q̂, K̃ (thread j owns channel j), γ; the fast path's factored tiles.
   uint8_t* rec = p.records + (int64_t(h) * p.n_chunks + chunk) * kRecordBytes;
   __nv_bfloat16* Khat = reinterpret_cast<__nv_bfloat16*>(rec + kOffKhat);
   __nv_bfloat16* Qhat = reinterpret_cast<__nv_bfloat16*>(rec + kOffQhat);
   __nv_bfloat16* Ktil = reinterpret_cast<__nv_bfloat16*>(rec + kOffKtil);
 #pragma unroll 4
   for (int r = 0; r < kC; ++r) {
-    const float kn = s.k[r][j] * s.inv_k[r], qn = s.q[r][j] * s.inv_q[r], Gr = s.g[r][j];
+    const float kn = to_f32(s.k[r][j]) * s.inv_k[r], qn = to_f32(s.q[r][j]) * s.inv_q[r], Gr = s.g[r][j];
     const float e = fast_exp2(Gr);
-    Khat[r * kD + j] = __float2bfloat16_rn(kn * e);
-    Qhat[r * kD + j] = __float2bfloat16_rn(p.scale * qn * e);
-    Ktil[r * kD + j] = __float2bfloat16_rn(kn * fast_exp2(G_last - Gr));
+    const int o = swz128(r, j);
+    Khat[o] = __float2bfloat16_rn(kn * e);
+    Qhat[o] = __float2bfloat16_rn(p.scale * qn * e);
+    Ktil[o] = __float2bfloat16_rn(kn * fast_exp2(G_last - Gr));
     if (!slow) {
       const float up = fast_exp2(Gr - G_mid), down = fast_exp2(G_mid - Gr);
-      s.P[r][j] = __float2bfloat16_rn(kn * up);
-      s.R[r][j] = __float2bfloat16_rn(kn * down);
-      s.Pq[r][j] = __float2bfloat16_rn(qn * up);
+      s.tile[0][o] = __float2bfloat16_rn(kn * up);    // P
+      s.tile[1][o] = __float2bfloat16_rn(kn * down);  // R
+      s.tile[2][o] = __float2bfloat16_rn(qn * up);    // Pq
     }
   }
   reinterpret_cast<float*>(rec + kOffGamma)[j] = fast_exp2(G_last);
   __syncthreads();
 
   if (!slow) {
-    if (warp == 0) warp_xyt(s.P, s.R, s.L, 0);
-    if (warp == 1) warp_xyt(s.Pq, s.R, s.M, 0);
+    if (warp == 0) warp_xyt(s.tile[0], s.tile[1], s.L, 0);
+    if (warp == 1) warp_xyt(s.tile[2], s.tile[1], s.M, 0);
   } else {
-    // Two rounds of two hierarchy levels: tiles (k factors, q factors) per level, one product each.
-    __nv_bfloat16(*tiles[4])[kTileLd] = {s.P, s.Pq, s.R, s.X};
+    // Two rounds of two hierarchy levels: a k-factor tile and a q-factor tile per level.
 #pragma unroll 1
     for (int round = 0; round < 2; ++round) {
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
-        const int level = 2 * round + half + 1;
+        const int level = 2 * round + half + 1, bs = 32 >> level;
 #pragma unroll 4
         for (int r = 0; r < kC; ++r) {
-          bool upper;
-          const float e = level_factor(s.g, r, j, level, upper);
-          tiles[2 * half][r][j] = __float2bfloat16_rn(s.k[r][j] * s.inv_k[r] * e);
-          tiles[2 * half + 1][r][j] = __float2bfloat16_rn(upper ? s.q[r][j] * s.inv_q[r] * e : 0.0f);
+          const int pr = (r / bs) * bs + bs / 2 - 1;  // last row of r's lower half-block
+          const bool upper = r % bs >= bs / 2;
+          const float d = s.g[r][j] - s.g[pr][j];
+          const float e = fast_exp2(upper ? d : -d);  // <= 1 on both sides
+          const int o = swz128(r, j);
+          s.tile[2 * half][o] = __float2bfloat16_rn(to_f32(s.k[r][j]) * s.inv_k[r] * e);
+          s.tile[2 * half + 1][o] = __float2bfloat16_rn(upper ? to_f32(s.q[r][j]) * s.inv_q[r] * e : 0.0f);
         }
       }
       __syncthreads();
       const int level = 2 * round + warp / 2 + 1;
-      const __nv_bfloat16(*k_tile)[kTileLd] = tiles[2 * (warp / 2)];
-      if (warp % 2 == 0)
-        warp_xyt(k_tile, k_tile, s.L, level);
-      else
-        warp_xyt(tiles[2 * (warp / 2) + 1], k_tile, s.M, level);
+      const __nv_bfloat16* k_tile = s.tile[2 * (warp / 2)];
+      warp_xyt(warp % 2 == 0 ? k_tile : s.tile[2 * (warp / 2) + 1], k_tile, warp % 2 == 0 ? s.L : s.M, level);
       __syncthreads();
     }
     if (j < kC) s.M[j][j] = s.qk[j];
   }
+  __syncthreads();
+
   if (warp == 0 && lane < kC) {
     // Column `lane` of N = (I + L)⁻¹ by forward substitution, L[r][m] = β_r · Lraw[r][m] (m < r).
     const int i = lane;
@@ -294,7 +280,7 @@ __global__ void __launch_bounds__(128) kda_prep_kernel(K1Params p) {
     __nv_bfloat16* A = reinterpret_cast<__nv_bfloat16*>(rec + kOffA);
     const float bi = s.beta[i];
 #pragma unroll
-    for (int r = 0; r < kC; ++r) A[r * kC + i] = __float2bfloat16_rn(col[r] * bi);
+    for (int r = 0; r < kC; ++r) A[swz16(r, i)] = __float2bfloat16_rn(col[r] * bi);
   } else if (warp == 1) {
     const int r = lane / 2, i0 = (lane % 2) * 8;
     uint32_t packed[4];
@@ -303,24 +289,20 @@ __global__ void __launch_bounds__(128) kda_prep_kernel(K1Params p) {
       const int i = i0 + 2 * e;
       packed[e] = pack_bf16(i <= r ? p.scale * s.M[r][i] : 0.0f, i + 1 <= r ? p.scale * s.M[r][i + 1] : 0.0f);
     }
-    *reinterpret_cast<uint4*>(rec + kOffM + (r * kC + i0) * 2) =
-        make_uint4(packed[0], packed[1], packed[2], packed[3]);
+    *reinterpret_cast<uint4*>(rec + kOffM + swz16(r, i0) * 2) = make_uint4(packed[0], packed[1], packed[2], packed[3]);
   }
 }
 
 // ---- K2 ----------------------------------------------------------------------------------
 
 constexpr int kStages = 3;
-constexpr int kSmallLd = 24;  // bf16 row stride of the 16×16 tiles (48 B: conflict-free ldmatrix)
 
 template <class T, int kWarps>
 struct K2Stage {
   static constexpr int kVCols = 16 * kWarps;
   static constexpr int kVLd = kVCols + 16 / int(sizeof(T));
-  __nv_bfloat16 Kh[kC][kTileLd], Qh[kC][kTileLd], Kt[kC][kTileLd];
-  __nv_bfloat16 A[kC][kSmallLd], M[kC][kSmallLd];
-  float gamma[kD];
-  T V[kC][kVLd];
+  alignas(128) uint8_t rec[kRecordBytes];  // one bulk copy of the chunk's record
+  alignas(16) T V[kC][kVLd];
 };
 
 struct K2Params {
@@ -336,34 +318,6 @@ struct K2Params {
   const int* ck_chunk;  // chunk index (within its sequence) after which to emit
   const int* ck_slot;
 };
-
-template <class T, int kWarps>
-__device__ void k2_load_stage(K2Stage<T, kWarps>& st, const K2Params& p, const uint8_t* rec, int64_t row0,
-                              int valid_rows, int h, int v0) {
-  using Stage = K2Stage<T, kWarps>;
-  constexpr int kBig = 3 * 256, kSmall = 2 * 32, kGamma = 32;
-  constexpr int kVPerRow = Stage::kVCols * int(sizeof(T)) / 16;
-  constexpr int kTotal = kBig + kSmall + kGamma + kC * kVPerRow;
-  for (int idx = threadIdx.x; idx < kTotal; idx += blockDim.x) {
-    if (idx < kBig) {
-      const int tensor = idx / 256, e = idx % 256, r = e / 16, c = e % 16;
-      __nv_bfloat16(*dst)[kTileLd] = tensor == 0 ? st.Kh : tensor == 1 ? st.Qh : st.Kt;
-      cp_async16(&dst[r][c * 8], rec + tensor * 4096 + r * 256 + c * 16, true);
-    } else if (idx < kBig + kSmall) {
-      const int e = idx - kBig, which = e / 32, r = (e % 32) / 2, half = e % 2;
-      __nv_bfloat16(*dst)[kSmallLd] = which == 0 ? st.A : st.M;
-      cp_async16(&dst[r][half * 8], rec + (which == 0 ? kOffA : kOffM) + r * 32 + half * 16, true);
-    } else if (idx < kBig + kSmall + kGamma) {
-      const int e = idx - kBig - kSmall;
-      cp_async16(&st.gamma[e * 4], rec + kOffGamma + e * 16, true);
-    } else {
-      const int e = idx - kBig - kSmall - kGamma, r = e / kVPerRow,
-                c = (e % kVPerRow) * (16 / int(sizeof(T)));
-      const T* src = static_cast<const T*>(p.v) + (row0 + r) * p.v_stride + int64_t(h) * kD + v0 + c;
-      cp_async16(&st.V[r][c], r < valid_rows ? src : static_cast<const T*>(p.v), r < valid_rows);
-    }
-  }
-}
 
 // Sᵀ fragment of this thread (16 n-tiles over the key dim) -> S[kd][v] at `dst` ([K, V] layout).
 __device__ __forceinline__ void store_state(float* dst, const float (&St)[16][4], int vr0) {
@@ -381,22 +335,27 @@ __device__ __forceinline__ void store_state(float* dst, const float (&St)[16][4]
 template <class T, int kWarps>
 __global__ void __launch_bounds__(kWarps * 32) kda_recurrence_kernel(K2Params p) {
   using Stage = K2Stage<T, kWarps>;
-  extern __shared__ __align__(16) uint8_t smem_raw[];
+  extern __shared__ __align__(128) uint8_t smem_raw[];
   Stage* stages = reinterpret_cast<Stage*>(smem_raw);
+  uint64_t* bars = reinterpret_cast<uint64_t*>(smem_raw + kStages * sizeof(Stage));
 
-  const int n = blockIdx.x, h = blockIdx.y, H = gridDim.y;
+  const int n = blockIdx.x, h = blockIdx.y;
   const int v0 = blockIdx.z * Stage::kVCols;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int mat = lane / 8, rr = lane % 8;
   const int* meta = p.seq_meta + n * kSeqMetaInts;
   const int64_t row0 = meta[kRow0];
   const int len = meta[kLen], nch = meta[kNChunks];
-  const int64_t chunk0 = meta[kChunk0];
   const int vr0 = v0 + 16 * warp + g;  // this thread's value rows: vr0 and vr0 + 8
+  const int64_t head_off = int64_t(h) * kD * kD;
+
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kStages; ++s) mbar_init(&bars[s], 1);
+    fence_barrier_init();
+  }
 
   float St[16][4];
   const int init = meta[kInitSlot];
-  const int64_t head_off = int64_t(h) * kD * kD;
   if (init >= 0) {
     const float* src = p.pool + int64_t(init) * p.slot_stride + head_off;
 #pragma unroll
@@ -411,27 +370,47 @@ __global__ void __launch_bounds__(kWarps * 32) kda_recurrence_kernel(K2Params p)
 #pragma unroll
     for (int nt = 0; nt < 16; ++nt) St[nt][0] = St[nt][1] = St[nt][2] = St[nt][3] = 0.0f;
   }
+  __syncthreads();  // barriers initialised
 
-  auto record = [&](int c) { return p.records + (int64_t(h) * p.n_chunks + chunk0 + c) * kRecordBytes; };
+  // Loads of chunk c: the record (one bulk copy by thread 0) and this CTA's value tile (cp.async:
+  // one or two 16-byte pieces per thread), zero-filled past the sequence's end.
+  const uint8_t* rec0 = p.records + (int64_t(h) * p.n_chunks + meta[kChunk0]) * kRecordBytes;
+  constexpr int kVPieces = kC * Stage::kVCols * int(sizeof(T)) / 16, kPerRow = kVPieces / kC;
+  const T* vbase = static_cast<const T*>(p.v) + row0 * p.v_stride + int64_t(h) * kD + v0;
+  auto issue = [&](int c) {
+    Stage& st = stages[c % kStages];
+    if (threadIdx.x == 0) {
+      mbar_arrive_expect_tx(&bars[c % kStages], kRecordBytes);
+      bulk_copy_to_shared(st.rec, rec0 + int64_t(c) * kRecordBytes, kRecordBytes, &bars[c % kStages]);
+    }
+    for (int i = threadIdx.x; i < kVPieces; i += blockDim.x) {
+      const int r = i / kPerRow, col = (i % kPerRow) * (16 / int(sizeof(T)));
+      const bool valid = c * kC + r < len;
+      cp_async16(&st.V[r][col], valid ? vbase + (int64_t(c) * kC + r) * p.v_stride + col : vbase, valid);
+    }
+  };
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
-    if (s < nch) k2_load_stage<T, kWarps>(stages[s], p, record(s), row0 + s * kC, len - s * kC, h, v0);
+    if (s < nch) issue(s);
     cp_async_commit();
   }
 
   int ck = meta[kCk0];
   const int ck_end = meta[kCk1];
+  T* out = static_cast<T*>(p.o) + row0 * p.o_stride + int64_t(h) * kD;
   for (int c = 0; c < nch; ++c) {
     cp_async_wait<kStages - 2>();
-    __syncthreads();
-    {
-      const int cn = c + kStages - 1;
-      if (cn < nch)
-        k2_load_stage<T, kWarps>(stages[cn % kStages], p, record(cn), row0 + int64_t(cn) * kC, len - cn * kC,
-                                 h, v0);
-      cp_async_commit();
-    }
+    __syncthreads();  // value tile c visible; stage (c - 1) % kStages is free again
+    if (c + kStages - 1 < nch) issue(c + kStages - 1);
+    cp_async_commit();
+    mbar_wait(&bars[c % kStages], (c / kStages) & 1);
     const Stage& st = stages[c % kStages];
+    const __nv_bfloat16* Kh = reinterpret_cast<const __nv_bfloat16*>(st.rec + kOffKhat);
+    const __nv_bfloat16* Qh = reinterpret_cast<const __nv_bfloat16*>(st.rec + kOffQhat);
+    const __nv_bfloat16* Kt = reinterpret_cast<const __nv_bfloat16*>(st.rec + kOffKtil);
+    const __nv_bfloat16* Am = reinterpret_cast<const __nv_bfloat16*>(st.rec + kOffA);
+    const __nv_bfloat16* Mm = reinterpret_cast<const __nv_bfloat16*>(st.rec + kOffM);
+    const float* gamma = reinterpret_cast<const float*>(st.rec + kOffGamma);
 
     // Xᵀ and the first output term: Sᵀ K̂ᵀ and Sᵀ Q̂ᵀ (two interleaved accumulation chains each).
     float xa[2][2][4] = {}, oa[2][2][4] = {};
@@ -441,8 +420,9 @@ __global__ void __launch_bounds__(kWarps * 32) kda_recurrence_kernel(K2Params p)
                              pack_bf16(St[2 * ks + 1][0], St[2 * ks + 1][1]),
                              pack_bf16(St[2 * ks + 1][2], St[2 * ks + 1][3])};
       uint32_t kb[4], qb[4];
-      ldmatrix_x4(kb, &st.Kh[(mat / 2) * 8 + rr][16 * ks + (mat % 2) * 8]);
-      ldmatrix_x4(qb, &st.Qh[(mat / 2) * 8 + rr][16 * ks + (mat % 2) * 8]);
+      const int off = swz128((mat / 2) * 8 + rr, 16 * ks + (mat % 2) * 8);
+      ldmatrix_x4(kb, Kh + off);
+      ldmatrix_x4(qb, Qh + off);
       mma_16816(xa[ks & 1][0], a, kb[0], kb[1]);
       mma_16816(xa[ks & 1][1], a, kb[2], kb[3]);
       mma_16816(oa[ks & 1][0], a, qb[0], qb[1]);
@@ -460,11 +440,12 @@ __global__ void __launch_bounds__(kWarps * 32) kda_recurrence_kernel(K2Params p)
       x[nt][3] = to_f32(st.V[tok + 1][vl + 8]) - (xa[0][nt][3] + xa[1][nt][3]);
     }
     // Ṽᵀ = Xᵀ Aᵀ
-    const uint32_t xf[4] = {pack_bf16(x[0][0], x[0][1]), pack_bf16(x[0][2], x[0][3]),
-                            pack_bf16(x[1][0], x[1][1]), pack_bf16(x[1][2], x[1][3])};
+    const uint32_t xf[4] = {pack_bf16(x[0][0], x[0][1]), pack_bf16(x[0][2], x[0][3]), pack_bf16(x[1][0], x[1][1]),
+                            pack_bf16(x[1][2], x[1][3])};
     uint32_t ab[4], mb[4];
-    ldmatrix_x4(ab, &st.A[(mat / 2) * 8 + rr][(mat % 2) * 8]);
-    ldmatrix_x4(mb, &st.M[(mat / 2) * 8 + rr][(mat % 2) * 8]);
+    const int off16 = swz16((mat / 2) * 8 + rr, (mat % 2) * 8);
+    ldmatrix_x4(ab, Am + off16);
+    ldmatrix_x4(mb, Mm + off16);
     float vt[2][4] = {};
     mma_16816(vt[0], xf, ab[0], ab[1]);
     mma_16816(vt[1], xf, ab[2], ab[3]);
@@ -479,16 +460,15 @@ __global__ void __launch_bounds__(kWarps * 32) kda_recurrence_kernel(K2Params p)
     mma_16816(o[0], vf, mb[0], mb[1]);
     mma_16816(o[1], vf, mb[2], mb[3]);
     {
-      T* out = static_cast<T*>(p.o);
-      const int64_t base = row0 + int64_t(c) * kC;
       const int valid = len - c * kC;
+      T* rows = out + int64_t(c) * kC * p.o_stride;
 #pragma unroll
       for (int nt = 0; nt < 2; ++nt)
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
           const int tok = 8 * nt + 2 * t + e;
           if (tok < valid) {
-            T* row = out + (base + tok) * p.o_stride + int64_t(h) * kD;
+            T* row = rows + tok * p.o_stride;
             row[vr0] = from_f32<T>(o[nt][e]);
             row[vr0 + 8] = from_f32<T>(o[nt][2 + e]);
           }
@@ -497,13 +477,13 @@ __global__ void __launch_bounds__(kWarps * 32) kda_recurrence_kernel(K2Params p)
     // Sᵀ ← Sᵀ Diag(γ) + Ṽᵀ K̃
 #pragma unroll
     for (int nt = 0; nt < 16; ++nt) {
-      const float2 gm = *reinterpret_cast<const float2*>(&st.gamma[8 * nt + 2 * t]);
+      const float2 gm = *reinterpret_cast<const float2*>(&gamma[8 * nt + 2 * t]);
       St[nt][0] *= gm.x, St[nt][1] *= gm.y, St[nt][2] *= gm.x, St[nt][3] *= gm.y;
     }
 #pragma unroll
     for (int np = 0; np < 8; ++np) {
       uint32_t kb[4];
-      ldmatrix_x4_trans(kb, &st.Kt[(mat % 2) * 8 + rr][8 * (2 * np + mat / 2)]);
+      ldmatrix_x4_trans(kb, Kt + swz128((mat % 2) * 8 + rr, 8 * (2 * np + mat / 2)));
       mma_16816(St[2 * np], vf, kb[0], kb[1]);
       mma_16816(St[2 * np + 1], vf, kb[2], kb[3]);
     }
@@ -514,10 +494,10 @@ __global__ void __launch_bounds__(kWarps * 32) kda_recurrence_kernel(K2Params p)
   }
   cp_async_wait<0>();
   store_state(p.pool + int64_t(meta[kFinalSlot]) * p.slot_stride + head_off, St, vr0);
-  (void)H;
 }
 
-// K2 warps per CTA: env DS_KDA_K2_WARPS (2, 4 or 8) or the largest that still gives >= 2 CTAs per SM.
+// K2 warps per CTA: env DS_KDA_K2_WARPS (2, 4 or 8), else 4 (measured on an H200 over H = 32..96:
+// 2 and 4 within 2 %, 8 up to 35 % slower where it leaves SMs idle; docs/perf.md).
 int k2_warps(int64_t n_seq_heads) {
   if (const char* e = std::getenv("DS_KDA_K2_WARPS")) {
     const int w = std::atoi(e);
@@ -536,7 +516,7 @@ int k2_warps(int64_t n_seq_heads) {
 
 template <class T, int kWarps>
 void launch_k2(const K2Params& p, int N, int H, cudaStream_t stream) {
-  const size_t smem = sizeof(K2Stage<T, kWarps>) * kStages;
+  const size_t smem = sizeof(K2Stage<T, kWarps>) * kStages + kStages * sizeof(uint64_t);
   check(cudaFuncSetAttribute(kda_recurrence_kernel<T, kWarps>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              int(smem)),
         "kda_prefill: shared memory limit");
@@ -545,8 +525,46 @@ void launch_k2(const K2Params& p, int N, int H, cudaStream_t stream) {
   check_launch("kda_prefill recurrence kernel");
 }
 
+// Keep freed workspace in the device's stream-ordered pool instead of returning it to the driver at
+// every synchronisation (the default threshold 0 re-maps gigabytes per call). Once per process.
+void keep_pool_memory() {
+  static const bool done = [] {
+    int dev = 0;
+    cudaMemPool_t pool;
+    if (cudaGetDevice(&dev) == cudaSuccess && cudaDeviceGetDefaultMemPool(&pool, dev) == cudaSuccess) {
+      uint64_t threshold = UINT64_MAX;
+      cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold);
+    }
+    return true;
+  }();
+  (void)done;
+}
+
+// DS_KDA_TIMING=1: events around the phases of each call, printed to stderr (diagnostics only).
+struct PhaseTimer {
+  bool on = std::getenv("DS_KDA_TIMING") != nullptr;
+  cudaEvent_t ev[4] = {};
+  int n = 0;
+  void mark(cudaStream_t s) {
+    if (!on) return;
+    cudaEventCreate(&ev[n]);
+    cudaEventRecord(ev[n++], s);
+  }
+  void report() {
+    if (!on || n < 4) return;
+    cudaEventSynchronize(ev[3]);
+    float t[3];
+    for (int i = 0; i < 3; ++i) cudaEventElapsedTime(&t[i], ev[i], ev[i + 1]);
+    std::fprintf(stderr, "kda_prefill timing: setup %.3f ms, prep %.3f ms, recurrence %.3f ms\n", t[0], t[1], t[2]);
+    for (int i = 0; i < n; ++i) cudaEventDestroy(ev[i]);
+  }
+};
+
 template <class T>
 void run_prefill(const KdaPrefillLaunch& a, cudaStream_t stream) {
+  keep_pool_memory();
+  PhaseTimer timer;
+  timer.mark(stream);
   const int N = a.N, H = a.H;
   // Host metadata: chunk table, per-sequence table, checkpoint table — one upload.
   std::vector<int> chunk_rows, seq_meta(size_t(N) * kSeqMetaInts), ck_chunk, ck_slot;
@@ -584,6 +602,7 @@ void run_prefill(const KdaPrefillLaunch& a, cudaStream_t stream) {
   if (n_chunks > 0)
     check(cudaMallocAsync(reinterpret_cast<void**>(&d_records), size_t(H) * n_chunks * kRecordBytes, stream),
           "kda_prefill: workspace allocation");
+  timer.mark(stream);
   const int* d_seq = d_blob + chunk_rows.size();
   const int* d_ck_chunk = d_seq + seq_meta.size();
   const int* d_ck_slot = d_ck_chunk + ck_chunk.size();
@@ -605,12 +624,14 @@ void run_prefill(const KdaPrefillLaunch& a, cudaStream_t stream) {
                       d_records,
                       n_chunks};
     const dim3 grid{unsigned(n_chunks), unsigned(H)};
-    if (a.safe_gate)
-      kda_prep_kernel<T, true><<<grid, 128, 0, stream>>>(p1);
-    else
-      kda_prep_kernel<T, false><<<grid, 128, 0, stream>>>(p1);
+    const size_t smem = sizeof(K1Smem<T>);
+    auto prep = a.safe_gate ? kda_prep_kernel<T, true> : kda_prep_kernel<T, false>;
+    check(cudaFuncSetAttribute(prep, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)),
+          "kda_prefill: prep shared memory limit");
+    prep<<<grid, 128, smem, stream>>>(p1);
     check_launch("kda_prefill prep kernel");
   }
+  timer.mark(stream);
   const K2Params p2{d_records, n_chunks,      a.v,   a.v_stride, a.o,      a.o_stride,
                     a.pool,    a.slot_stride, d_seq, d_ck_chunk, d_ck_slot};
   switch (k2_warps(int64_t(N) * H)) {
@@ -623,6 +644,8 @@ void run_prefill(const KdaPrefillLaunch& a, cudaStream_t stream) {
     default:
       launch_k2<T, 2>(p2, N, H, stream);
   }
+  timer.mark(stream);
+  timer.report();
   if (d_records) check(cudaFreeAsync(d_records, stream), "kda_prefill: workspace free");
   check(cudaFreeAsync(d_blob, stream), "kda_prefill: metadata free");
 }
