@@ -94,8 +94,8 @@ constexpr int kGLd = 132;  // f32 row stride of the cumulative gate tile
 
 template <class T>
 struct K1Smem {
-  T q[kC][kD], k[kC][kD];  // raw rows (zero past the chunk's end)
-  float g[kC][kGLd];       // gate pre-activation, then the cumulative gate G (log2 units)
+  T q[kC][kD], k[kC][kD];                      // raw rows (zero past the chunk's end)
+  float g[kC][kGLd];                           // gate pre-activation, then the cumulative gate G (log2 units)
   alignas(16) __nv_bfloat16 tile[4][kC * kD];  // mma operands of the pair sums (swizzled)
   float L[kC][kC + 1], M[kC][kC + 1];
   float beta[kC], inv_q[kC], inv_k[kC], qk[kC];
@@ -156,7 +156,8 @@ __global__ void __launch_bounds__(128) kda_prep_kernel(K1Params p) {
   {
     const T* f = static_cast<const T*>(p.f);
 #pragma unroll 4
-    for (int r = 0; r < kC; ++r) s.g[r][j] = r < len ? to_f32(f[(row0 + r) * p.f_stride + int64_t(h) * kD + j]) : 0.0f;
+    for (int r = 0; r < kC; ++r)
+      s.g[r][j] = r < len ? to_f32(f[(row0 + r) * p.f_stride + int64_t(h) * kD + j]) : 0.0f;
   }
   if (j < kC) {
     const float b = j < len ? to_f32(static_cast<const T*>(p.b)[(row0 + j) * p.b_stride + h]) : 0.0f;
@@ -289,7 +290,8 @@ __global__ void __launch_bounds__(128) kda_prep_kernel(K1Params p) {
       const int i = i0 + 2 * e;
       packed[e] = pack_bf16(i <= r ? p.scale * s.M[r][i] : 0.0f, i + 1 <= r ? p.scale * s.M[r][i + 1] : 0.0f);
     }
-    *reinterpret_cast<uint4*>(rec + kOffM + swz16(r, i0) * 2) = make_uint4(packed[0], packed[1], packed[2], packed[3]);
+    *reinterpret_cast<uint4*>(rec + kOffM + swz16(r, i0) * 2) =
+        make_uint4(packed[0], packed[1], packed[2], packed[3]);
   }
 }
 
@@ -440,8 +442,8 @@ __global__ void __launch_bounds__(kWarps * 32) kda_recurrence_kernel(K2Params p)
       x[nt][3] = to_f32(st.V[tok + 1][vl + 8]) - (xa[0][nt][3] + xa[1][nt][3]);
     }
     // Ṽᵀ = Xᵀ Aᵀ
-    const uint32_t xf[4] = {pack_bf16(x[0][0], x[0][1]), pack_bf16(x[0][2], x[0][3]), pack_bf16(x[1][0], x[1][1]),
-                            pack_bf16(x[1][2], x[1][3])};
+    const uint32_t xf[4] = {pack_bf16(x[0][0], x[0][1]), pack_bf16(x[0][2], x[0][3]),
+                            pack_bf16(x[1][0], x[1][1]), pack_bf16(x[1][2], x[1][3])};
     uint32_t ab[4], mb[4];
     const int off16 = swz16((mat / 2) * 8 + rr, (mat % 2) * 8);
     ldmatrix_x4(ab, Am + off16);
@@ -555,7 +557,8 @@ struct PhaseTimer {
     cudaEventSynchronize(ev[3]);
     float t[3];
     for (int i = 0; i < 3; ++i) cudaEventElapsedTime(&t[i], ev[i], ev[i + 1]);
-    std::fprintf(stderr, "kda_prefill timing: setup %.3f ms, prep %.3f ms, recurrence %.3f ms\n", t[0], t[1], t[2]);
+    std::fprintf(stderr, "kda_prefill timing: setup %.3f ms, prep %.3f ms, recurrence %.3f ms\n", t[0], t[1],
+                 t[2]);
     for (int i = 0; i < n; ++i) cudaEventDestroy(ev[i]);
   }
 };
