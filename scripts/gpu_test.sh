@@ -2,7 +2,8 @@
 # GPU tests (the ctest label "gpu"): builds with -DDS_CUDA=ON into build-cuda/ and runs them.
 #   bash scripts/gpu_test.sh              # configure + build + ctest -L gpu
 #   bash scripts/gpu_test.sh DIR          # run the prebuilt GPU test binaries found under DIR
-#                                         # (for a GPU machine without the build dependencies)
+#                                         # (for a GPU machine without the build dependencies;
+#                                         # libcublasLt.so.13 must be on LD_LIBRARY_PATH)
 # Without a CUDA device every GPU test reports SKIPPED with the reason; exit status 0.
 set -euo pipefail
 cd "$(dirname "$0")/.."

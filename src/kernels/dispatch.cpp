@@ -18,6 +18,15 @@ void check_rows(const char* op, const char* what, const TensorView& v, int64_t r
   DS_CHECK(v.data != nullptr || rows == 0 || cols == 0, "{}: {} has no data", op, what);
 }
 
+void check_rows_f32_or_bf16(const char* op, const char* what, const TensorView& v, int64_t rows,
+                            int64_t cols) {
+  DS_CHECK(v.dtype == DType::F32 || v.dtype == DType::BF16, "{}: {} is {}, f32 or bf16 required", op, what,
+           dtype_name(v.dtype));
+  TensorView as_f32 = v;
+  as_f32.dtype = DType::F32;
+  check_rows(op, what, as_f32, rows, cols);
+}
+
 void check_flat(const char* op, const char* what, const TensorView& v, int64_t n, DType dtype) {
   DS_CHECK(v.dtype == dtype, "{}: {} is {}, {} required", op, what, dtype_name(v.dtype), dtype_name(dtype));
   DS_CHECK(v.is_contiguous() && v.numel() == n, "{}: {} has {} elements (contiguous: {}), expected {}", op,

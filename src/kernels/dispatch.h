@@ -13,6 +13,10 @@ namespace ds::detail {
 // A 2-D f32 row view [rows, cols] (unit column stride); `what` names it in errors.
 void check_rows(const char* op, const char* what, const TensorView& v, int64_t rows, int64_t cols);
 
+// A 2-D row view [rows, cols] of F32 or BF16 (CUDA implementations take both).
+void check_rows_f32_or_bf16(const char* op, const char* what, const TensorView& v, int64_t rows,
+                            int64_t cols);
+
 // A contiguous view of `n` elements of `dtype`.
 void check_flat(const char* op, const char* what, const TensorView& v, int64_t n, DType dtype = DType::F32);
 

@@ -4,6 +4,9 @@
 
 #include "kernels/cpu/linear.h"
 #include "kernels/dispatch.h"
+#ifdef DS_HAVE_CUDA
+#include "kernels/cuda/dense.h"
+#endif
 
 namespace ds {
 
@@ -11,8 +14,15 @@ namespace {
 void check_job(const TensorView& x, const WeightView& w, const TensorView& y) {
   check_weight(w, "linear");
   const int64_t T = x.ndim == 2 ? x.shape[0] : -1;
-  detail::check_rows("linear", "x", x, T, w.cols);
-  detail::check_rows("linear", "y", y, T, w.rows);
+  if (w.device == Device::Cpu) {
+    detail::check_rows("linear", "x", x, T, w.cols);
+    detail::check_rows("linear", "y", y, T, w.rows);
+  } else {
+    detail::check_rows_f32_or_bf16("linear", "x", x, T, w.cols);
+    detail::check_rows_f32_or_bf16("linear", "y", y, T, w.rows);
+    DS_CHECK(x.dtype == w.dtype, "linear: {} activations with a {} weight on {} (cast one of them)",
+             dtype_name(x.dtype), dtype_name(w.dtype), device_name(w.device));
+  }
   check_same_device("linear", w.device, {&x, &y});
 }
 }  // namespace
@@ -25,6 +35,9 @@ void linear(const TensorView& x, const WeightView& w, const TensorView& y, bool 
       return cpu::linear_strided(static_cast<const float*>(x.data), x.stride[0], T, w,
                                  static_cast<float*>(y.data), y.stride[0], accumulate);
     case Device::Cuda:
+#ifdef DS_HAVE_CUDA
+      return cuda::linear(x, w, y, accumulate);
+#endif
       break;
   }
   detail::no_backend("linear", w.device);

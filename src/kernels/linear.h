@@ -1,7 +1,8 @@
 // Linear layer (one interface for every device): y [T, out] = x [T, in] · Wᵀ, or y += x · Wᵀ,
-// with W a WeightView [out, in] (F32 or BF16) and f32 activations. x and y are 2-D row views
-// (unit column stride, any row stride >= columns, e.g. a column slice of a wider matrix) on the
-// weight's device. x and y must not overlap.
+// with W a WeightView [out, in] (F32 or BF16). x and y are 2-D row views (unit column stride, any
+// row stride >= columns, e.g. a column slice of a wider matrix) on the weight's device, not
+// overlapping. CPU: f32 activations. CUDA (cuBLASLt, f32 accumulation): x has the weight's dtype,
+// y is f32 or bf16.
 #pragma once
 
 #include <span>

@@ -114,7 +114,7 @@ TEST(KernelInterface, RejectsMixedDevicesAndMissingBackends) {
   EXPECT_THROW(linear(xv, w, yv), Error);  // a CUDA tensor with a host weight
   TensorView a = f32_vec(x.data(), 8), b = f32_vec(y.data(), 8);
   a.device = b.device = Device::Cuda;
-  EXPECT_THROW(silu(a, b), Error);  // no CUDA elementwise kernel (yet), or no CUDA at all
+  EXPECT_THROW(softplus(a, b), Error);  // no CUDA softplus kernel, or no CUDA at all
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include "kernels/cuda/act_io.cuh"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/kda_launch.h"
 
@@ -17,19 +18,6 @@ namespace {
 
 constexpr int kD = 128;
 constexpr int kMaxW = 8;
-
-__device__ __forceinline__ float load_act(const float* p, int64_t i) {
-  return p[i];
-}
-__device__ __forceinline__ float load_act(const __nv_bfloat16* p, int64_t i) {
-  return __bfloat162float(p[i]);
-}
-__device__ __forceinline__ void store_act(float* p, int64_t i, float x) {
-  p[i] = x;
-}
-__device__ __forceinline__ void store_act(__nv_bfloat16* p, int64_t i, float x) {
-  p[i] = __float2bfloat16_rn(x);
-}
 
 // Sum over the block's 128 threads; `red` is 4 floats of shared memory. Ends with a barrier.
 __device__ __forceinline__ float block_sum(float x, float* red) {

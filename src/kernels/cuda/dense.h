@@ -1,0 +1,21 @@
+// CUDA implementations of the dense kernels (kernels/linear.h, norm.h, activation.h): linear through
+// cuBLASLt (f32 accumulation; bf16 x bf16 or f32 x f32), RMSNorm, the gated sigmoid RMSNorm, the
+// row L2 norm and the SiLU/GLU activations over f32 or bf16 rows. Arguments are validated by the
+// dispatchers; all run on the default stream.
+#pragma once
+
+#include "core/tensor_view.h"
+#include "core/weight_view.h"
+
+namespace ds::cuda {
+
+void linear(const TensorView& x, const WeightView& w, const TensorView& y, bool accumulate);
+void rmsnorm(const TensorView& x, const TensorView& weight, float eps, const TensorView& y);
+void rmsnorm_gated_sigmoid(const TensorView& x, const TensorView& gate, const TensorView& weight, float eps,
+                           const TensorView& y);
+void l2norm_rows(const TensorView& x, float eps);
+void silu_mul(const TensorView& gate, const TensorView& up, const TensorView& y);
+void sigmoid(const TensorView& x, const TensorView& y);
+void silu(const TensorView& x, const TensorView& y);
+
+}  // namespace ds::cuda
