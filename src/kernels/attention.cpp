@@ -18,4 +18,9 @@ void attention_causal(const AttnDims& d, const TensorView& q, const TensorView& 
                         static_cast<float*>(o.data), o.stride[0]);
 }
 
+void latent_attention(const LatentAttnShape& s, std::span<const LatentAttnSeq> seqs, const float* w_kv_b,
+                      float scale) {
+  cpu::latent_attention(s, seqs, w_kv_b, scale);
+}
+
 }  // namespace ds

@@ -68,6 +68,10 @@ void kda_recurrent(const KdaDims& d, const KdaTensors& t, float scale) {
   cpu::kda_recurrent(d, t, scale);
 }
 
+void kda_recurrent_batch(std::span<const KdaRecurrentJob> jobs, float scale) {
+  cpu::kda_recurrent_batch(jobs, scale);
+}
+
 void kda_chunked(const KdaDims& d, const KdaTensors& t, float scale, int64_t chunk,
                  std::span<const int64_t> emit_at, std::span<float* const> emit_states) {
   cpu::kda_chunked(d, t, scale, chunk, emit_at, emit_states);

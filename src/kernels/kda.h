@@ -47,6 +47,15 @@ struct KdaTensors {
 // Per-token recurrence, optimised for decode (few tokens). Throws ds::Error on bad dims.
 void kda_recurrent(const KdaDims& d, const KdaTensors& t, float scale);
 
+// Independent recurrences (e.g. every sequence of a decode step, one token each) in one call, with
+// the results of kda_recurrent per job; the CPU runs them in one parallel region. States and
+// outputs must not overlap between jobs.
+struct KdaRecurrentJob {
+  KdaDims d;
+  KdaTensors t;
+};
+void kda_recurrent_batch(std::span<const KdaRecurrentJob> jobs, float scale);
+
 // Chunked prefill (WY/UT form, chunk size `chunk`, T need not be a multiple of it).
 // emit_at: strictly increasing token counts in (0, T], each a multiple of `chunk` or == T;
 // emit_states[i] receives the state after emit_at[i] tokens, f32 [H, K, V].

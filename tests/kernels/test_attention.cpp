@@ -1,7 +1,10 @@
 // Causal attention (MLA prefill form) against the double-precision reference: with and without a
-// cached prefix, awkward sizes, strided rows; a hand-computed two-key case.
+// cached prefix, awkward sizes, strided rows; a hand-computed two-key case. Absorbed MLA decode
+// attention (latent_attention) against its double reference: paged and contiguous latent rows,
+// several queries per sequence, awkward and model-sized shapes; the expanded form agrees with it.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <vector>
 
@@ -48,6 +51,74 @@ TEST(Attention, RejectsBadDims) {
                Error);
   EXPECT_THROW(attention_causal({1, 1, 2, 4, 4}, x.data(), 4, x.data(), 8, x.data(), 8, 1.0f, x.data(), 8),
                Error);
+}
+
+// Latent rows of one sequence stored in shuffled pages of a pool (pages: reverse order).
+struct PagedLatents {
+  std::vector<float> pool;
+  std::vector<int32_t> pages;
+  PagedLatents(int64_t n_rows, int64_t page_rows, int64_t row_stride, uint32_t seed) {
+    const int64_t n_pages = (n_rows + page_rows - 1) / page_rows;
+    pool = test::randn(size_t((n_pages + 1) * page_rows * row_stride), seed);
+    for (int64_t p = n_pages; p >= 1; --p) pages.push_back(int32_t(p));  // page 0 unused
+  }
+};
+
+TEST(LatentAttention, MatchesReference) {
+  struct Case {
+    LatentAttnShape s;
+    std::vector<std::array<int64_t, 3>> seqs;  // n_q, n_kv, page_rows (0: contiguous)
+  };
+  const Case cases[] = {
+      {{3, 5, 3, 7, 20}, {{1, 1, 0}, {1, 37, 8}, {3, 20, 0}, {2, 9, 4}}},
+      {{8, 64, 32, 64, 256}, {{1, 70, 16}, {1, 65, 64}, {1, 3, 0}, {4, 81, 0}}},  // parallel
+  };
+  for (const Case& c : cases) {
+    const LatentAttnShape& s = c.s;
+    const int64_t L = s.R + s.dr + 3;  // row stride with padding
+    const auto w = test::randn(size_t(s.H * (s.dn + s.dv) * s.R), 5, 0.1f);
+    std::vector<PagedLatents> lat;
+    std::vector<std::vector<float>> q, o, o_ref;
+    std::vector<LatentAttnSeq> seqs, seqs_ref;
+    for (size_t i = 0; i < c.seqs.size(); ++i) {
+      const auto [n_q, n_kv, page_rows] = c.seqs[i];
+      lat.emplace_back(n_kv, page_rows ? page_rows : n_kv, L, uint32_t(10 + i));
+      q.push_back(test::randn(size_t(n_q * s.H * (s.dn + s.dr) + 1), uint32_t(20 + i)));
+      o.emplace_back(size_t(n_q * s.H * s.dv), 0.0f);
+      o_ref.emplace_back(size_t(n_q * s.H * s.dv), 0.0f);
+    }
+    for (size_t i = 0; i < c.seqs.size(); ++i) {
+      const auto [n_q, n_kv, page_rows] = c.seqs[i];
+      const LatentRows rows = page_rows ? LatentRows{lat[i].pool.data(), lat[i].pages, page_rows, L}
+                                        : LatentRows{lat[i].pool.data() + 5 * L, {}, 1, L};
+      seqs.push_back({q[i].data() + 1, s.H * (s.dn + s.dr), o[i].data(), s.H * s.dv, n_q, n_kv, rows});
+      seqs_ref.push_back(
+          {q[i].data() + 1, s.H * (s.dn + s.dr), o_ref[i].data(), s.H * s.dv, n_q, n_kv, rows});
+    }
+    const float scale = 1.0f / std::sqrt(float(s.dn + s.dr));
+    cpu::latent_attention(s, seqs, w.data(), scale);
+    cpu::latent_attention_ref(s, seqs_ref, w.data(), scale);
+    for (size_t i = 0; i < c.seqs.size(); ++i)
+      EXPECT_LE(test::max_scaled_err(o[i].data(), o_ref[i].data(), o[i].size(), 1e-5, 1e-4), 1.0)
+          << "seq " << i;
+  }
+}
+
+TEST(LatentAttention, RejectsBadSizes) {
+  std::vector<float> buf(64), w(64);
+  const LatentAttnShape s{1, 2, 1, 2, 4};
+  const LatentAttnSeq ok{buf.data(), 3, buf.data(), 2, 1, 2, LatentRows{buf.data(), {}, 1, 5}};
+  EXPECT_NO_THROW(cpu::latent_attention(s, {&ok, 1}, w.data(), 1.0f));
+  LatentAttnSeq bad = ok;
+  bad.n_kv = 0;
+  EXPECT_THROW(cpu::latent_attention(s, {&bad, 1}, w.data(), 1.0f), Error);
+  bad = ok;
+  bad.kv.row_stride = 4;  // below R + dr
+  EXPECT_THROW(cpu::latent_attention(s, {&bad, 1}, w.data(), 1.0f), Error);
+  const std::vector<int32_t> one_page{0};
+  bad = ok;
+  bad.kv = LatentRows{buf.data(), one_page, 1, 5};  // one 1-row page for 2 rows
+  EXPECT_THROW(cpu::latent_attention(s, {&bad, 1}, w.data(), 1.0f), Error);
 }
 
 }  // namespace

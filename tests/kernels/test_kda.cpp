@@ -1,7 +1,9 @@
 // KDA core: chunked prefill == per-token recurrence (random inputs, carried state, several chunk
-// sizes, emitted boundary states), optimised recurrence == reference, and argument errors.
+// sizes, emitted boundary states), optimised recurrence == reference (alone and batched over jobs),
+// and argument errors.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <vector>
 
@@ -112,6 +114,31 @@ TEST(KdaRecurrent, OptimisedMatchesReference) {
     cpu::kda_recurrent(c.d, c.tensors(S.data(), o.data()), 0.0884f);
     expect_close(S, S_ref, kStateTol, "state");
     expect_close(o, o_ref, kStateTol, "output");
+  }
+}
+
+TEST(KdaRecurrent, BatchMatchesReferencePerJob) {
+  // Decode-like jobs (one token) and longer ones, tiled and scalar-fallback value dims, one call.
+  const std::vector<std::array<int64_t, 4>> shapes = {{1, 8, 128, 128}, {1, 8, 128, 128}, {3, 2, 64, 48},
+                                                      {1, 3, 32, 20},   {0, 2, 16, 16},   {2, 4, 128, 128}};
+  std::vector<KdaCase> cases;
+  for (size_t i = 0; i < shapes.size(); ++i)
+    cases.emplace_back(shapes[i][0], shapes[i][1], shapes[i][2], shapes[i][3], uint32_t(400 + 10 * i));
+  std::vector<std::vector<float>> S, o, S_ref, o_ref;
+  for (const KdaCase& c : cases) {
+    S.push_back(c.S0), S_ref.push_back(c.S0);
+    o.emplace_back(size_t(c.d.T * c.d.H * c.d.V)), o_ref.emplace_back(size_t(c.d.T * c.d.H * c.d.V));
+  }
+  std::vector<KdaRecurrentJob> jobs;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    jobs.push_back({cases[i].d, cases[i].tensors(S[i].data(), o[i].data())});
+    cpu::kda_recurrent_ref(cases[i].d, cases[i].tensors(S_ref[i].data(), o_ref[i].data()), 0.0884f);
+  }
+  cpu::kda_recurrent_batch(jobs, 0.0884f);
+  for (size_t i = 0; i < cases.size(); ++i) {
+    SCOPED_TRACE(i);
+    expect_close(S[i], S_ref[i], kStateTol, "state");
+    expect_close(o[i], o_ref[i], kStateTol, "output");
   }
 }
 

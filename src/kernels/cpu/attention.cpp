@@ -78,4 +78,79 @@ void attention_causal_ref(const AttnDims& d, const float* q, int64_t q_stride, c
     }
 }
 
+namespace {
+void check_latent(const LatentAttnShape& s, std::span<const LatentAttnSeq> seqs, const float* w_kv_b) {
+  DS_CHECK(s.H > 0 && s.dn > 0 && s.dr >= 0 && s.dv > 0 && s.R > 0,
+           "latent_attention: bad shape H={} dn={} dr={} dv={} R={}", s.H, s.dn, s.dr, s.dv, s.R);
+  DS_CHECK(w_kv_b != nullptr, "latent_attention: null kv_b weights");
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    const LatentAttnSeq& q = seqs[i];
+    DS_CHECK(q.n_q >= 1 && q.n_kv >= q.n_q, "latent_attention: sequence {} has n_q={} n_kv={}", i, q.n_q,
+             q.n_kv);
+    DS_CHECK(q.q && q.o && q.kv.base && q.q_stride >= s.H * (s.dn + s.dr) && q.o_stride >= s.H * s.dv &&
+                 q.kv.row_stride >= s.R + s.dr && q.kv.page_rows >= 1,
+             "latent_attention: sequence {}: null buffer or strides below the row widths", i);
+    DS_CHECK(q.kv.pages.empty() || int64_t(q.kv.pages.size()) * q.kv.page_rows >= q.n_kv,
+             "latent_attention: sequence {}: {} pages of {} rows hold fewer than {} rows", i,
+             q.kv.pages.size(), q.kv.page_rows, q.n_kv);
+  }
+}
+}  // namespace
+
+void latent_attention(const LatentAttnShape& s, std::span<const LatentAttnSeq> seqs, const float* w_kv_b,
+                      float scale) {
+  check_latent(s, seqs, w_kv_b);
+  const KernelTable& kt = kernels();
+  const int64_t n_tasks = int64_t(seqs.size()) * s.H;
+  int64_t work = 0, max_kv = 0;  // multiply-adds, roughly
+  for (const LatentAttnSeq& q : seqs) {
+    work += q.n_q * s.H * (q.n_kv * (2 * s.R + s.dr) + (s.dn + s.dv) * s.R);
+    max_kv = std::max(max_kv, q.n_kv);
+  }
+#pragma omp parallel if (n_tasks > 1 && work >= (int64_t(1) << 17))
+  {
+    std::vector<float> scratch(size_t(max_kv + 2 * s.R));
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t task = 0; task < n_tasks; ++task)
+      kt.latent_attend_head(s, seqs[size_t(task / s.H)], w_kv_b, scale, task % s.H, scratch.data());
+  }
+}
+
+void latent_attention_ref(const LatentAttnShape& s, std::span<const LatentAttnSeq> seqs, const float* w_kv_b,
+                          float scale) {
+  check_latent(s, seqs, w_kv_b);
+  const int64_t R = s.R, dn = s.dn, dr = s.dr, dv = s.dv;
+  for (const LatentAttnSeq& sq : seqs)
+    for (int64_t h = 0; h < s.H; ++h) {
+      const float* wuk = w_kv_b + h * (dn + dv) * R;
+      const float* wuv = wuk + dn * R;
+      for (int64_t i = 0; i < sq.n_q; ++i) {
+        const float* q = sq.q + i * sq.q_stride + h * (dn + dr);
+        const int64_t nt = sq.n_kv - sq.n_q + i + 1;
+        std::vector<double> qhat(static_cast<size_t>(R), 0.0), p(static_cast<size_t>(nt)),
+            ctx(static_cast<size_t>(R), 0.0);
+        for (int64_t d = 0; d < dn; ++d)
+          for (int64_t r = 0; r < R; ++r) qhat[size_t(r)] += double(q[d]) * wuk[d * R + r];
+        double mx = -1e300, sum = 0.0;
+        for (int64_t t = 0; t < nt; ++t) {
+          const float* c = sq.kv.row(t);
+          double acc = 0.0;
+          for (int64_t r = 0; r < R; ++r) acc += qhat[size_t(r)] * c[r];
+          for (int64_t j = 0; j < dr; ++j) acc += double(q[dn + j]) * c[R + j];
+          p[size_t(t)] = acc * scale;
+          mx = std::max(mx, p[size_t(t)]);
+        }
+        for (double& v : p) sum += (v = std::exp(v - mx));
+        for (int64_t t = 0; t < nt; ++t)
+          for (int64_t r = 0; r < R; ++r) ctx[size_t(r)] += p[size_t(t)] / sum * sq.kv.row(t)[r];
+        float* o = sq.o + i * sq.o_stride + h * dv;
+        for (int64_t j = 0; j < dv; ++j) {
+          double acc = 0.0;
+          for (int64_t r = 0; r < R; ++r) acc += double(wuv[j * R + r]) * ctx[size_t(r)];
+          o[j] = float(acc);
+        }
+      }
+    }
+}
+
 }  // namespace ds::cpu

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "kernels/attention.h"
 
@@ -20,5 +21,13 @@ void attention_causal(const AttnDims& d, const float* q, int64_t q_stride, const
 void attention_causal_ref(const AttnDims& d, const float* q, int64_t q_stride, const float* k,
                           int64_t k_stride, const float* v, int64_t v_stride, float scale, float* o,
                           int64_t o_stride);
+
+// Absorbed MLA decode attention (kernels/attention.h): one parallel region over sequences × heads.
+void latent_attention(const LatentAttnShape& s, std::span<const LatentAttnSeq> seqs, const float* w_kv_b,
+                      float scale);
+
+// Reference: the same math per query and head in double, single thread.
+void latent_attention_ref(const LatentAttnShape& s, std::span<const LatentAttnSeq> seqs, const float* w_kv_b,
+                          float scale);
 
 }  // namespace ds::cpu

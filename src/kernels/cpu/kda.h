@@ -18,6 +18,10 @@ void kda_recurrent_ref(const KdaDims& d, const KdaTensors& t, float scale);
 // Same math, optimised for decode (few tokens): vectorised, OpenMP over heads.
 void kda_recurrent(const KdaDims& d, const KdaTensors& t, float scale);
 
+// Many independent recurrences (kernels/kda.h) in one parallel region over jobs × heads × value
+// tiles.
+void kda_recurrent_batch(std::span<const KdaRecurrentJob> jobs, float scale);
+
 // Chunked prefill (WY/UT form, chunk size `chunk`, T need not be a multiple of it).
 // emit_at: sorted, strictly increasing token counts in (0, T], each a multiple of `chunk` or == T;
 // emit_states[i] receives the state after emit_at[i] tokens, f32 [H, K, V]. Throws ds::Error on a

@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <memory>
 #include <vector>
 
 #include "core/check.h"
@@ -24,7 +25,7 @@ enum class Path { Auto, Gemv, Gemm };  // Auto: GEMV for T <= kLinearGemvMaxRows
 // Thread `id` of `nt`: its share of one product's output rows. scratch: the GEMM body's buffer,
 // allocated on first use.
 void linear_slice(const KernelTable& k, const LinearJob& j, Path path, int64_t id, int64_t nt,
-                  std::vector<float>& scratch) {
+                  std::unique_ptr<float[]>& scratch) {
   const WeightView& w = j.w;
   if (j.T <= 0) return;
   const bool bf16 = w.dtype == DType::BF16;
@@ -45,13 +46,14 @@ void linear_slice(const KernelTable& k, const LinearJob& j, Path path, int64_t i
   const int64_t per = ((w.rows + nt - 1) / nt + k.gemm_nr - 1) / k.gemm_nr * k.gemm_nr;
   const int64_t r0 = std::min(w.rows, id * per), r1 = std::min(w.rows, r0 + per);
   if (r0 >= r1) return;
-  if (scratch.empty()) scratch.resize(size_t(k.gemm_scratch_floats));
+  if (!scratch)
+    scratch.reset(new float[size_t(k.gemm_scratch_floats)]);  // uninitialised: the body writes first
   if (bf16)
     k.gemm_bf16(j.x, j.x_stride, j.T, static_cast<const uint16_t*>(wd), w.cols, r0, r1, j.y, j.y_stride,
-                j.accumulate, scratch.data());
+                j.accumulate, scratch.get());
   else
     k.gemm_f32(j.x, j.x_stride, j.T, static_cast<const float*>(wd), w.cols, r0, r1, j.y, j.y_stride,
-               j.accumulate, scratch.data());
+               j.accumulate, scratch.get());
 }
 
 // Below ~512K MACs (~1 MB of bf16 weights at T = 1, ~25 us) a fork/join is not worth it; a single
@@ -71,7 +73,7 @@ void run_jobs(std::span<const LinearJob> jobs, Path path = Path::Auto) {
 #pragma omp parallel if (worth_threads(k, jobs))
   {
     const int64_t nt = omp_get_num_threads(), id = omp_get_thread_num();
-    std::vector<float> scratch;
+    std::unique_ptr<float[]> scratch;
     for (const LinearJob& j : jobs) linear_slice(k, j, path, id, nt, scratch);
   }
 }

@@ -86,6 +86,10 @@ struct KernelTable {
                          float* o, int64_t ldo, const KdaChunkScratch& w);
 
   // Query rows [i0, i0 + m) of head h (attention.cpp); P: scratch of m · (n_kv − n_q + i0 + m).
+  // Absorbed MLA decode attention of one sequence and head (kernels/attention.h); scratch:
+  // n_kv + 2·R floats.
+  void (*latent_attend_head)(const LatentAttnShape& s, const LatentAttnSeq& q, const float* w_kv_b,
+                             float scale, int64_t h, float* scratch);
   void (*attend_block)(const AttnDims& d, int64_t h, int64_t i0, int64_t m, const float* q, int64_t qs,
                        const float* Kt, const float* v, int64_t vs, float scale, float* o, int64_t os,
                        float* P);

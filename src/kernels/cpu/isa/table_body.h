@@ -28,6 +28,7 @@ inline KernelTable make_table(CpuIsa isa) {
   t.kda_recurrent_tile = &kda_recurrent_tile;
   t.kda_chunk_head = &kda_chunk_head;
   t.attend_block = &attend_block;
+  t.latent_attend_head = &latent_attend_head;
   return t;
 }
 
