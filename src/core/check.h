@@ -7,6 +7,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #if __has_include(<source_location>)
 #include <source_location>
 #endif
@@ -29,29 +30,45 @@ struct SourceLocation {
 };
 #endif
 
-// One-line, user-facing error. what() is the message alone; where() is file:line of the check.
+// One-line, user-facing error. what() is the message alone (what is wrong, where in the input,
+// the offending value); where() is file:line of the code that threw, and check() the condition
+// text of a failed DS_CHECK (empty otherwise): both for logs and bug reports, never part of what().
 class Error : public std::runtime_error {
  public:
-  explicit Error(std::string msg, SourceLocation loc = SourceLocation::current());
+  explicit Error(std::string msg, SourceLocation loc = SourceLocation::current(), std::string check = {});
   const std::string& where() const { return where_; }
+  const std::string& check() const { return check_; }
 
  private:
   std::string where_;
+  std::string check_;
 };
 
-// Throws ds::Error(message). Use for input validation where a condition reads badly.
+// A format string checked at compile time plus the location of the call that passed it, so that
+// fail() can report its caller.
 template <typename... Args>
-[[noreturn]] void fail(fmt::format_string<Args...> f, Args&&... args) {
-  throw Error(fmt::format(f, std::forward<Args>(args)...));
+struct FormatAt {
+  fmt::format_string<Args...> format;
+  SourceLocation loc;
+  template <typename S>
+  consteval FormatAt(const S& s, SourceLocation l = SourceLocation::current())  // NOLINT: implicit
+      : format(s), loc(l) {}
+};
+
+// Throws ds::Error(message) located at the caller. Use for input validation where a condition
+// reads badly.
+template <typename... Args>
+[[noreturn]] void fail(FormatAt<std::type_identity_t<Args>...> f, Args&&... args) {
+  throw Error(fmt::format(f.format, std::forward<Args>(args)...), f.loc);
 }
 
 }  // namespace ds
 
-// DS_CHECK(cond, "fmt {}", value): throws ds::Error("fmt value (check `cond` failed)").
-#define DS_CHECK(cond, ...)                                                          \
-  do {                                                                               \
-    if (!(cond)) [[unlikely]]                                                        \
-      throw ::ds::Error(::fmt::format(__VA_ARGS__) + " (check `" #cond "` failed)"); \
+// DS_CHECK(cond, "fmt {}", value): throws ds::Error("fmt value") located here, with check() = "cond".
+#define DS_CHECK(cond, ...)                                                                  \
+  do {                                                                                       \
+    if (!(cond)) [[unlikely]]                                                                \
+      throw ::ds::Error(::fmt::format(__VA_ARGS__), ::ds::SourceLocation::current(), #cond); \
   } while (0)
 
 #ifdef NDEBUG
