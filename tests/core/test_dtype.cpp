@@ -1,3 +1,4 @@
+// DType: names round-trip, f32 -> bf16 rounds to nearest even, f16 round trip.
 #include <gtest/gtest.h>
 
 #include <cmath>

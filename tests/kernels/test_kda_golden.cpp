@@ -62,7 +62,7 @@ class KdaGolden : public testing::Test {
  protected:
   void SetUp() override {
     const std::string path = golden_path();
-    if (!std::filesystem::exists(path)) GTEST_SKIP() << "fixture not found: " << path;
+    ASSERT_TRUE(std::filesystem::exists(path)) << "checked-in fixture missing: " << path;
     auto t = read_f32_tensors(path, "kda_core.layer_0.");
     for (const char* name : {"q", "k", "v", "g", "beta", "o", "S_final"})
       ASSERT_TRUE(t.count(std::string("kda_core.layer_0.") + name)) << name;

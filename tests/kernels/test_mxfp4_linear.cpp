@@ -1,3 +1,4 @@
+// MXFP4 expert GEMM: equals the GEMM on its dense expansion; bad shapes throw.
 #include <gtest/gtest.h>
 
 #include <cmath>

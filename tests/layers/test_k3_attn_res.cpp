@@ -1,3 +1,5 @@
+// Block AttnRes: folded queries, the mixer against a hand-computed softmax, the commit schedule,
+// two-phase == reference on random inputs, out-of-order calls throw.
 #include <gtest/gtest.h>
 
 #include <cmath>

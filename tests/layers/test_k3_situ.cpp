@@ -1,3 +1,4 @@
+// SiTU-GLU: the formula in f64, the beta1·beta2 bound, unclipped up branch, array == fused layout, bad input.
 #include <gtest/gtest.h>
 
 #include <cmath>

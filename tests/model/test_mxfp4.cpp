@@ -1,3 +1,4 @@
+// MXFP4 decoding: every E2M1 code and E8M0 scale, low-nibble-first order, overflow/NaN, dot == decode.
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -1,3 +1,5 @@
+// Safetensors: write/read round trip, the fixtures' headers, every malformed header or index is a
+// one-line error, sharded WeightFiles, prefix stripping and header-only opening.
 #include <gtest/gtest.h>
 
 #include <cstring>

@@ -1,3 +1,5 @@
+// ModelWeights::bind: both fixtures bind every tensor; missing, mis-shaped, wrong-dtype and extra
+// tensors are named errors; A_log layouts; MXFP4 experts; the kimi_k3 wrapper.
 #include <gtest/gtest.h>
 
 #include <algorithm>

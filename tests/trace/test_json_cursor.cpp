@@ -1,3 +1,4 @@
+// JsonCursor: nested values, syntax errors naming file and line, integers reject fractions and overflow.
 #include <gtest/gtest.h>
 
 #include "core/check.h"
