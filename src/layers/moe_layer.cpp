@@ -50,10 +50,11 @@ MoeRouting MoeLayer::route(const float* router_logits, int64_t T) const {
   return route_sigmoid_topk(cfg_, p_.correction_bias, router_logits, T);
 }
 
-void MoeLayer::routed(const float* z, int64_t T, const MoeRouting& r, float* u) const {
+void MoeLayer::routed(const float* z, int64_t T, const MoeRouting& r, float* u,
+                      const GluMlp* all_rows) const {
   const int64_t W = expert_width();
   // Group (token, weight) by expert, then run every selected expert once over its tokens, all of
-  // them as one batch (GluMlp::forward_grouped).
+  // them (and all_rows over every token) as one batch (GluMlp::forward_grouped).
   std::vector<std::vector<std::pair<int64_t, float>>> by_expert(p_.experts.size());
   for (int64_t t = 0; t < T; ++t)
     for (int j = 0; j < r.k; ++j)
@@ -67,16 +68,27 @@ void MoeLayer::routed(const float* z, int64_t T, const MoeRouting& r, float* u) 
     rows.insert(rows.end(), by_expert[e].begin(), by_expert[e].end());
     offsets.push_back(int64_t(rows.size()));
   }
+  const int64_t n_routed = int64_t(rows.size());
+  if (all_rows) {
+    mlps.push_back(all_rows);
+    for (int64_t t = 0; t < T; ++t) rows.push_back({t, 1.0f});
+    offsets.push_back(int64_t(rows.size()));
+  }
   const int64_t n = int64_t(rows.size());
   std::vector<float> zg(size_t(n * W)), yg(size_t(n * W));  // f32 [n, W] gathered inputs / outputs
   for (int64_t i = 0; i < n; ++i) std::copy_n(z + rows[size_t(i)].first * W, W, zg.data() + i * W);
   GluMlp::forward_grouped(mlps, offsets, zg.data(), yg.data());
   std::fill(u, u + T * W, 0.0f);
-  for (int64_t i = 0; i < n; ++i) {
+  for (int64_t i = 0; i < n_routed; ++i) {
     float* dst = u + rows[size_t(i)].first * W;
     const float w = rows[size_t(i)].second;
     const float* src = yg.data() + i * W;
     for (int64_t c = 0; c < W; ++c) dst[c] += w * src[c];
+  }
+  for (int64_t i = n_routed; i < n; ++i) {  // all_rows: added after the routed sum, unweighted
+    float* dst = u + rows[size_t(i)].first * W;
+    const float* src = yg.data() + i * W;
+    for (int64_t c = 0; c < W; ++c) dst[c] += src[c];
   }
 }
 
@@ -86,16 +98,16 @@ void MoeLayer::forward(const float* x, int64_t T, float* y) const {
   std::vector<float> logits(size_t(T * E));  // f32 [T, E]
   linear(f32_rows(x, T, p_.router.cols), p_.router, f32_rows(logits.data(), T, p_.router.rows));
   const MoeRouting r = route(logits.data(), T);
-  if (!latent()) {
-    routed(x, T, r, y);
-  } else {
-    std::vector<float> z(size_t(T * W)), u(size_t(T * W));  // f32 [T, L]
-    linear(f32_rows(x, T, p_.latent_down.cols), p_.latent_down, f32_rows(z.data(), T, p_.latent_down.rows));
-    routed(z.data(), T, r, u.data());
-    if (!p_.latent_norm.empty())
-      rmsnorm(f32_rows(u.data(), T, W), f32_vec(p_.latent_norm.data(), W), eps_, f32_rows(u.data(), T, W));
-    linear(f32_rows(u.data(), T, p_.latent_up.cols), p_.latent_up, f32_rows(y, T, p_.latent_up.rows));
+  if (!latent()) {  // the shared experts join the routed ones' batch
+    routed(x, T, r, y, p_.shared ? &*p_.shared : nullptr);
+    return;
   }
+  std::vector<float> z(size_t(T * W)), u(size_t(T * W));  // f32 [T, L]
+  linear(f32_rows(x, T, p_.latent_down.cols), p_.latent_down, f32_rows(z.data(), T, p_.latent_down.rows));
+  routed(z.data(), T, r, u.data());
+  if (!p_.latent_norm.empty())
+    rmsnorm(f32_rows(u.data(), T, W), f32_vec(p_.latent_norm.data(), W), eps_, f32_rows(u.data(), T, W));
+  linear(f32_rows(u.data(), T, p_.latent_up.cols), p_.latent_up, f32_rows(y, T, p_.latent_up.rows));
   if (p_.shared) p_.shared->forward(x, T, y, /*accumulate=*/true);
 }
 

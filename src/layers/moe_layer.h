@@ -45,7 +45,10 @@ class MoeLayer {
 
  private:
   // u f32 [T, W] = Σ_j w_tj · E_{idx_tj}(z_t) for z f32 [T, W] (overwritten).
-  void routed(const float* z, int64_t T, const MoeRouting& r, float* u) const;
+  // all_rows (optional, width W): one more MLP over every token, added unweighted (the shared
+  // experts when there is no latent projection), run in the same batch.
+  void routed(const float* z, int64_t T, const MoeRouting& r, float* u,
+              const GluMlp* all_rows = nullptr) const;
 
   MoeConfig cfg_;
   float eps_;
