@@ -156,7 +156,20 @@ void KdaLayer::run_core(const LayerBatch& batch, std::span<const KdaSeqIO> io, c
                         const float* v, const float* g, const float* beta, float* o) const {
   const int64_t H = cfg_.n_head, K = cfg_.head_dim, P = H * K;
   const float scale = 1.0f / std::sqrt(float(K));
+  // Short pieces without checkpoints (every sequence of a decode step) take the recurrent kernel
+  // together: one batch over sequences × heads instead of one call each.
+  std::vector<KdaRecurrentJob> together;
+  std::vector<bool> done(static_cast<size_t>(batch.n_seq()), false);
   for (int s = 0; s < batch.n_seq(); ++s) {
+    const int64_t b = batch.begin(s), n = batch.len(s);
+    if (n == 0 || n > opt_.recurrent_max_tokens || !io[size_t(s)].emit_after.empty()) continue;
+    float* S = io[size_t(s)].state->S.data();
+    together.push_back({{n, H, K, K}, {q + b * P, k + b * P, v + b * P, g + b * P, beta + b * H, S, o + b * P}});
+    done[size_t(s)] = true;
+  }
+  kda_recurrent_batch(together, scale);
+  for (int s = 0; s < batch.n_seq(); ++s) {
+    if (done[size_t(s)]) continue;
     const KdaSeqIO& sio = io[size_t(s)];
     KdaState& st = *sio.state;
     const int64_t b = batch.begin(s), n = batch.len(s);

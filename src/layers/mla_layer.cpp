@@ -7,19 +7,9 @@
 #include "kernels/attention.h"
 #include "kernels/linear.h"
 #include "kernels/norm.h"
-#include "kernels/softmax.h"
 #include "layers/mla_projections.h"
 
 namespace ds {
-namespace {
-
-float dot(const float* a, const float* b, int64_t n) {
-  float s = 0.0f;
-  for (int64_t i = 0; i < n; ++i) s += a[i] * b[i];
-  return s;
-}
-
-}  // namespace
 
 MlaLayer::MlaLayer(const MlaConfig& cfg, int64_t hidden, MlaParams params)
     : cfg_(cfg), hidden_(hidden), p_(std::move(params)) {
@@ -78,6 +68,7 @@ void MlaLayer::forward(const LayerBatch& batch, std::span<MlaCache* const> cache
   bool decode = true;
   for (int s = 0; s < batch.n_seq(); ++s) decode = decode && batch.len(s) == 1;
   const bool absorbed = mode == MlaAttnMode::Absorbed || (mode == MlaAttnMode::Auto && decode);
+  std::vector<LatentAttnSeq> absorbed_seqs;  // decode form: every sequence in one kernel call
   for (int s = 0; s < batch.n_seq(); ++s) {
     MlaCache& c = *caches[size_t(s)];
     DS_CHECK(c.latent_dim == L, "mla cache latent width {} != layer latent width {}", c.latent_dim, L);
@@ -86,10 +77,16 @@ void MlaLayer::forward(const LayerBatch& batch, std::span<MlaCache* const> cache
     c.n_tokens += n;
     if (n == 0) continue;
     if (absorbed)
-      attend_absorbed(c, n, q.data() + b * H * dq, o.data() + b * H * dv);
+      absorbed_seqs.push_back({q.data() + b * H * dq, H * dq, o.data() + b * H * dv, H * dv, n, c.n_tokens,
+                               LatentRows{c.latent.data(), {}, 1, L}});
     else
       attend_expanded(c, n, q.data() + b * H * dq, o.data() + b * H * dv);
   }
+  // Absorbed form over the cached latents (kernels/attention.h): q̂ = W_UK,hᵀ q_nope,
+  // score = q̂·c_t + q_pe·k_pe_t, o_h = W_UV,h Σ_t p_t c_t.
+  if (!absorbed_seqs.empty())
+    latent_attention({H, cfg_.qk_nope_head_dim, cfg_.qk_rope_head_dim, dv, R}, absorbed_seqs, kv_b_f32_.data(),
+                     1.0f / std::sqrt(float(dq)));
   if (cfg_.output_gate) mla_output_gate(p_.g_proj, x, T, o.data());  // K3 gated MLA
   linear(f32_rows(o.data(), T, p_.o_proj.cols), p_.o_proj, f32_rows(y, T, p_.o_proj.rows));
 }
@@ -115,38 +112,6 @@ void MlaLayer::attend_expanded(const MlaCache& c, int64_t n, const float* q, flo
   const AttnDims d{n, Tc, H, dq, dv};
   attention_causal(d, f32_rows(q, n, H * dq), f32_rows(k.data(), Tc, H * dq), f32_rows(v.data(), Tc, H * dv),
                    1.0f / std::sqrt(float(dq)), f32_rows(o, n, H * dv));
-}
-
-// Decode form over the cached latents: q^_h = W_UK,h^T q_nope, score = q^.c_t + q_pe.k_pe_t,
-// o_h = W_UV,h (sum_t p_t c_t).
-void MlaLayer::attend_absorbed(const MlaCache& c, int64_t n, const float* q, float* o) const {
-  const int64_t H = cfg_.n_head, dq = cfg_.qk_head_dim(), dn = cfg_.qk_nope_head_dim;
-  const int64_t dr = cfg_.qk_rope_head_dim, dv = cfg_.v_head_dim, R = cfg_.kv_lora_rank;
-  const int64_t Tc = c.n_tokens, past = Tc - n, KV = dn + dv;
-  const float scale = 1.0f / std::sqrt(float(dq));
-#pragma omp parallel
-  {
-    std::vector<float> p(static_cast<size_t>(Tc)), qhat(static_cast<size_t>(R)), ctx(static_cast<size_t>(R));
-#pragma omp for collapse(2) schedule(dynamic, 1)
-    for (int64_t h = 0; h < H; ++h)
-      for (int64_t i = 0; i < n; ++i) {
-        const float* qi = q + (i * H + h) * dq;
-        const float* wuk = kv_b_f32_.data() + h * KV * R;  // [dn, R]
-        const float* wuv = wuk + dn * R;                   // [dv, R]
-        std::fill(qhat.begin(), qhat.end(), 0.0f);
-        for (int64_t d = 0; d < dn; ++d)
-          for (int64_t r = 0; r < R; ++r) qhat[size_t(r)] += qi[d] * wuk[d * R + r];
-        const int64_t nt = past + i + 1;
-        for (int64_t t = 0; t < nt; ++t)
-          p[size_t(t)] = (dot(qhat.data(), c.row(t), R) + dot(qi + dn, c.row(t) + R, dr)) * scale;
-        softmax_rows(f32_rows(p.data(), 1, nt), f32_rows(p.data(), 1, nt));
-        std::fill(ctx.begin(), ctx.end(), 0.0f);
-        for (int64_t t = 0; t < nt; ++t)
-          for (int64_t r = 0; r < R; ++r) ctx[size_t(r)] += p[size_t(t)] * c.row(t)[r];
-        float* oi = o + (i * H + h) * dv;
-        for (int64_t j = 0; j < dv; ++j) oi[j] = dot(wuv + j * R, ctx.data(), R);
-      }
-  }
 }
 
 }  // namespace ds

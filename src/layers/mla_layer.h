@@ -49,7 +49,6 @@ class MlaLayer {
   void project_q(const float* x, int64_t T, float* q) const;  // q f32 [T, H*dq]
   // o f32 [n, H*v] for the last n cached positions of one sequence; q f32 [n, H*dq].
   void attend_expanded(const MlaCache& c, int64_t n, const float* q, float* o) const;
-  void attend_absorbed(const MlaCache& c, int64_t n, const float* q, float* o) const;
 
   MlaConfig cfg_;
   int64_t hidden_;
