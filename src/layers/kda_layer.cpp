@@ -164,7 +164,8 @@ void KdaLayer::run_core(const LayerBatch& batch, std::span<const KdaSeqIO> io, c
     const int64_t b = batch.begin(s), n = batch.len(s);
     if (n == 0 || n > opt_.recurrent_max_tokens || !io[size_t(s)].emit_after.empty()) continue;
     float* S = io[size_t(s)].state->S.data();
-    together.push_back({{n, H, K, K}, {q + b * P, k + b * P, v + b * P, g + b * P, beta + b * H, S, o + b * P}});
+    together.push_back(
+        {{n, H, K, K}, {q + b * P, k + b * P, v + b * P, g + b * P, beta + b * H, S, o + b * P}});
     done[size_t(s)] = true;
   }
   kda_recurrent_batch(together, scale);

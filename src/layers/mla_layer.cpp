@@ -85,8 +85,8 @@ void MlaLayer::forward(const LayerBatch& batch, std::span<MlaCache* const> cache
   // Absorbed form over the cached latents (kernels/attention.h): q̂ = W_UK,hᵀ q_nope,
   // score = q̂·c_t + q_pe·k_pe_t, o_h = W_UV,h Σ_t p_t c_t.
   if (!absorbed_seqs.empty())
-    latent_attention({H, cfg_.qk_nope_head_dim, cfg_.qk_rope_head_dim, dv, R}, absorbed_seqs, kv_b_f32_.data(),
-                     1.0f / std::sqrt(float(dq)));
+    latent_attention({H, cfg_.qk_nope_head_dim, cfg_.qk_rope_head_dim, dv, R}, absorbed_seqs,
+                     kv_b_f32_.data(), 1.0f / std::sqrt(float(dq)));
   if (cfg_.output_gate) mla_output_gate(p_.g_proj, x, T, o.data());  // K3 gated MLA
   linear(f32_rows(o.data(), T, p_.o_proj.cols), p_.o_proj, f32_rows(y, T, p_.o_proj.rows));
 }
