@@ -93,9 +93,26 @@ void KdaLayer::forward(const LayerBatch& batch, std::span<const KdaSeqIO> io, co
   const size_t TP = size_t(T * P);
   // Pre-conv projections, kept for the conv windows of emitted checkpoints. f32 [3, T, P].
   std::vector<float> pre(3 * TP), qkv(3 * TP);
-  linear(f32_rows(x, T, p_.q_proj.cols), p_.q_proj, f32_rows(pre.data(), T, p_.q_proj.rows));
-  linear(f32_rows(x, T, p_.k_proj.cols), p_.k_proj, f32_rows(pre.data() + TP, T, p_.k_proj.rows));
-  linear(f32_rows(x, T, p_.v_proj.cols), p_.v_proj, f32_rows(pre.data() + 2 * TP, T, p_.v_proj.rows));
+  // Every projection of x in one batch (q, k, v, the forget gate's low rank, β logits, the output
+  // gate's first step), then the second low-rank steps in another: two parallel regions, not eight.
+  std::vector<float> low_f(size_t(T * p_.f_a.rows)), low_g, g(TP), gate(TP), beta(size_t(T * H));
+  const auto from_x = [&](const WeightView& w, float* out) {
+    return LinearJob{f32_rows(x, T, w.cols), w, f32_rows(out, T, w.rows)};
+  };
+  std::vector<LinearJob> jobs = {from_x(p_.q_proj, pre.data()), from_x(p_.k_proj, pre.data() + TP),
+                                 from_x(p_.v_proj, pre.data() + 2 * TP), from_x(p_.f_a, low_f.data()),
+                                 from_x(p_.b_proj, beta.data())};
+  if (cfg_.full_rank_output_gate) {
+    jobs.push_back(from_x(p_.g_proj, gate.data()));
+  } else {
+    low_g.resize(size_t(T * p_.g_a.rows));
+    jobs.push_back(from_x(p_.g_a, low_g.data()));
+  }
+  linear_batch(jobs);
+  jobs = {{f32_rows(low_f.data(), T, p_.f_b.cols), p_.f_b, f32_rows(g.data(), T, p_.f_b.rows)}};
+  if (!cfg_.full_rank_output_gate)
+    jobs.push_back({f32_rows(low_g.data(), T, p_.g_b.cols), p_.g_b, f32_rows(gate.data(), T, p_.g_b.rows)});
+  linear_batch(jobs);
   std::vector<float> initial_conv;  // f32 [n_seq, 3, P, w], only when checkpoints are emitted
   const bool any_emit =
       std::any_of(io.begin(), io.end(), [](const KdaSeqIO& s) { return !s.emit_after.empty(); });
@@ -115,12 +132,7 @@ void KdaLayer::forward(const LayerBatch& batch, std::span<const KdaSeqIO> io, co
   float* k = qkv.data() + TP;
   const float* v = qkv.data() + 2 * TP;
 
-  std::vector<float> low(size_t(T * std::max(p_.f_a.rows, p_.g_a.rows)));
-  std::vector<float> g(TP), gate(TP), beta(size_t(T * H));
-  linear(f32_rows(x, T, p_.f_a.cols), p_.f_a, f32_rows(low.data(), T, p_.f_a.rows));
-  linear(f32_rows(low.data(), T, p_.f_b.cols), p_.f_b, f32_rows(g.data(), T, p_.f_b.rows));
   decay_gate(g.data(), T, g.data());
-  linear(f32_rows(x, T, p_.b_proj.cols), p_.b_proj, f32_rows(beta.data(), T, p_.b_proj.rows));
   sigmoid(f32_vec(beta.data(), T * H), f32_vec(beta.data(), T * H));
   if (trace) trace->q.assign(q, q + TP), trace->k.assign(k, k + TP), trace->v.assign(v, v + TP);
   if (trace) trace->g = g, trace->beta = beta;
@@ -139,12 +151,6 @@ void KdaLayer::forward(const LayerBatch& batch, std::span<const KdaSeqIO> io, co
     }
   }
 
-  if (cfg_.full_rank_output_gate) {
-    linear(f32_rows(x, T, p_.g_proj.cols), p_.g_proj, f32_rows(gate.data(), T, p_.g_proj.rows));
-  } else {
-    linear(f32_rows(x, T, p_.g_a.cols), p_.g_a, f32_rows(low.data(), T, p_.g_a.rows));
-    linear(f32_rows(low.data(), T, p_.g_b.cols), p_.g_b, f32_rows(gate.data(), T, p_.g_b.rows));
-  }
   rmsnorm_gated_sigmoid(f32_rows(o.data(), T * H, K), f32_rows(gate.data(), T * H, K),
                         f32_vec(p_.o_norm.data(), K), rms_eps_, f32_rows(o.data(), T * H, K));
   linear(f32_rows(o.data(), T, p_.o_proj.cols), p_.o_proj, f32_rows(y, T, p_.o_proj.rows));

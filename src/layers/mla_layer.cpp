@@ -60,8 +60,15 @@ void MlaLayer::forward(const LayerBatch& batch, std::span<MlaCache* const> cache
            batch.n_seq());
   if (T == 0) return;
   std::vector<float> q(size_t(T * H * dq)), kv(size_t(T * L)), o(size_t(T * H * dv));
-  project_q(x, T, q.data());
-  linear(f32_rows(x, T, p_.kv_a.cols), p_.kv_a, f32_rows(kv.data(), T, p_.kv_a.rows));
+  if (cfg_.q_lora_rank == 0) {  // both projections of x in one batch
+    const LinearJob jobs[] = {
+        {f32_rows(x, T, p_.q_proj.cols), p_.q_proj, f32_rows(q.data(), T, p_.q_proj.rows)},
+        {f32_rows(x, T, p_.kv_a.cols), p_.kv_a, f32_rows(kv.data(), T, p_.kv_a.rows)}};
+    linear_batch(jobs);
+  } else {
+    project_q(x, T, q.data());
+    linear(f32_rows(x, T, p_.kv_a.cols), p_.kv_a, f32_rows(kv.data(), T, p_.kv_a.rows));
+  }
   for (int64_t t = 0; t < T; ++t)  // normalise the latent part only; k_pe stays as projected
     rmsnorm(f32_rows(kv.data() + t * L, 1, R), f32_vec(p_.kv_a_norm.data(), R), kLatentNormEps,
             f32_rows(kv.data() + t * L, 1, R));
