@@ -9,10 +9,12 @@
 #include "commands.h"
 #include "core/check.h"
 #include "replay/progress_bar.h"
+#include "replay/replay_presets.h"
 #include "replay/replay_setup.h"
 #include "replay/report.h"
 #include "replay_endpoint.h"
 #include "trace/trace.h"
+#include "trace/trace_stats.h"
 
 namespace ds::cli {
 namespace {
@@ -24,6 +26,8 @@ struct ReplayFlags {
   std::string kv_dtype = "fp8";
   std::string expert_format;  // "" = the model config's
   std::string scheduler = "mixed";
+  std::string cache_model;
+  std::string preset;
   std::string out;
   bool skip_bad = false;
   bool json = false;
@@ -60,24 +64,65 @@ std::vector<int> parse_concurrency(const std::string& s) {
 
 // A single variant from --retention/--eviction/--tiers, or the default three when none is given.
 std::vector<CacheVariant> variants_from(const ReplayFlags& f) {
-  if (f.retention.empty() && f.eviction.empty() && f.tiers.empty()) return {};
+  if (f.retention.empty() && f.eviction.empty() && f.tiers.empty() && f.cache_model.empty()) return {};
   CacheVariant v;
+  if (!f.cache_model.empty()) v.cache_model = f.cache_model;
   if (!f.retention.empty()) v.retention = f.retention;
   if (!f.eviction.empty()) v.eviction = f.eviction;
   if (!f.tiers.empty()) v.tiers = split(f.tiers, ',');
   v.label.clear();
   for (size_t i = 0; i < v.tiers.size(); ++i) v.label += (i ? "+" : "") + v.tiers[i];
-  v.label += "/" + v.retention + "/" + v.eviction;
+  v.label += v.cache_model != "deltaserve" ? "/" + v.cache_model : "/" + v.retention + "/" + v.eviction;
   return {v};
+}
+
+// --preset: the preset's setup, with the few options a preset leaves open taken from the command
+// line when given (trace, concurrency, cache model, seed, agentx windows, threads, output).
+void apply_preset(ReplayFlags& f, const CLI::App& cmd) {
+  ReplayPreset p = replay_preset(f.preset);
+  const bool given_trace = cmd.count("--trace") > 0, given_conc = cmd.count("--concurrency") > 0;
+  ReplaySetup user = f.setup;
+  f.setup = p.setup;
+  if (!given_trace) f.trace = p.trace;
+  if (!given_conc) {
+    f.concurrency.clear();
+    for (int c : p.setup.concurrency) f.concurrency += (f.concurrency.empty() ? "" : ",") + std::to_string(c);
+  }
+  if (cmd.count("--seed")) f.setup.seed = user.seed;
+  if (cmd.count("--profile")) f.setup.agentx.profile_s = user.agentx.profile_s;
+  if (cmd.count("--cache-warmup")) f.setup.agentx.cache_warmup_s = user.agentx.cache_warmup_s;
+  f.setup.sglang_mamba_ratio = user.sglang_mamba_ratio;
+  f.setup.sglang_track_interval = user.sglang_track_interval;
+  if (!f.cache_model.empty()) {  // one copy of each preset arm per cache model (sglang: GPU-only arms)
+    std::vector<CacheVariant> out;
+    for (const std::string& model : split(f.cache_model, ','))
+      for (CacheVariant v : f.setup.variants) {
+        if (model == "sglang" && v.tiers.size() > 1) continue;
+        v.cache_model = model;
+        if (model == "deltaserve") v.retention = "interval:32768", v.eviction = "leaf-lru";
+        v.label += "/" + model;
+        out.push_back(std::move(v));
+      }
+    f.setup.variants = std::move(out);
+  }
+  f.kv_dtype = f.setup.kv_dtype_bytes == 1 ? "fp8" : "bf16";
+  f.scheduler = f.setup.mixed_batches ? "mixed" : "prefill-first";
+  f.retention.clear(), f.eviction.clear(), f.tiers.clear(), f.cache_model.clear(), f.expert_format.clear();
+  if (!f.json) fmt::print("preset {}: {}\n", p.name, p.description);
 }
 
 void run(ReplayFlags& f, const CLI::App& cmd) {
   auto t0 = std::chrono::steady_clock::now();
+  std::vector<CacheVariant> preset_variants;
+  if (!f.preset.empty()) {
+    apply_preset(f, cmd);
+    preset_variants = f.setup.variants;
+  }
   f.setup.concurrency = parse_concurrency(f.concurrency);
   if (!f.endpoint.endpoint.empty())
     return run_endpoint_replay_cli(cmd, f.endpoint, f.setup, f.trace, f.skip_bad, f.setup.concurrency, f.json,
                                    f.out);
-  f.setup.variants = variants_from(f);
+  f.setup.variants = preset_variants.empty() ? variants_from(f) : preset_variants;
   DS_CHECK(f.kv_dtype == "fp8" || f.kv_dtype == "bf16", "--kv-dtype must be fp8 or bf16, got '{}'",
            f.kv_dtype);
   f.setup.kv_dtype_bytes = f.kv_dtype == "fp8" ? 1 : 2;
@@ -93,16 +138,22 @@ void run(ReplayFlags& f, const CLI::App& cmd) {
   DS_CHECK(f.threads >= 1 && f.threads <= 256, "--threads must be in [1, 256], got {}", f.threads);
   TraceOptions topt;
   topt.skip_bad = f.skip_bad;
+  if (f.setup.harness == "agentx") topt.subagents = SubagentMode::Branches;  // sub-agents run in parallel
   Trace trace = load_trace(f.trace, topt);
   if (!trace.closed_loop) f.setup.concurrency = {1};  // open loop: arrivals set the load
   if (f.setup.harness.empty()) f.setup.harness = trace.fixed_length ? "bench" : "default";
   PreparedSweep sweep = prepare_sweep(f.setup);
-  if (!f.json)
+  if (!f.json) {
+    const std::string window =
+        f.setup.harness == "agentx"  ? fmt::format("agentx: {} s cache warm-up, {} s profiling",
+                                                   f.setup.agentx.cache_warmup_s, f.setup.agentx.profile_s)
+        : f.setup.harness == "bench" ? std::string("bench: each request once")
+                                     : fmt::format("{} virtual s per run", f.setup.duration_s);
     fmt::print(
-        "trace {} ({} sessions, {} skipped) | model {} on {} x {} | device KV budget {} tokens "
-        "| {} virtual s per run\n",
+        "trace {} ({} sessions, {} skipped) | model {} on {} x {} | device KV budget {} tokens | {}\n{}\n",
         trace.source, trace.sessions.size(), trace.n_skipped_bad, sweep.model.name, f.setup.gpus,
-        sweep.hardware.name, sweep.configs.front().kv_budget_tokens, f.setup.duration_s);
+        sweep.hardware.name, sweep.configs.front().kv_budget_tokens, window, depth_line(trace_depth(trace)));
+  }
   std::vector<RunMetrics> runs;
   {
     ProgressBar bar(static_cast<int64_t>(sweep.configs.size()), "replay");
@@ -146,6 +197,20 @@ void register_replay(CLI::App& app) {
   cmd->add_option("--eviction", flags->eviction,
                   "eviction: leaf-lru | consumed-state-lru | flop-per-byte[:alpha] | seglen[:w]");
   cmd->add_option("--tiers", flags->tiers, "cache tiers: hbm | hbm,dram");
+  cmd->add_option(
+      "--cache-model", flags->cache_model,
+      "cache to emulate: deltaserve (default) | vllm (vLLM's hybrid allocator: its block geometry, "
+      "budget, LRU free queue, retention) | sglang (SGLang's Mamba radix cache, extra_buffer: KV and "
+      "state pools, tracked states, two LRUs); with --preset a comma-separated list runs each arm "
+      "once per cache model");
+  cmd->add_option("--sglang-mamba-ratio", flags->setup.sglang_mamba_ratio,
+                  "cache model sglang: state pool / KV pool bytes (--mamba-full-memory-ratio)")
+      ->capture_default_str();
+  cmd->add_option("--sglang-track-interval", flags->setup.sglang_track_interval,
+                  "cache model sglang: decode state tracking interval (--mamba-track-interval)")
+      ->capture_default_str();
+  cmd->add_option("--host-bytes", flags->setup.host_bytes,
+                  "dram tier per GPU, bytes (default: half of the hardware profile's host DRAM share)");
   cmd->add_option("--dcp", flags->setup.dcp,
                   "decode context parallel size (splits the MLA KV; divides --gpus)")
       ->capture_default_str();
@@ -171,7 +236,25 @@ void register_replay(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option(
       "--harness", flags->setup.harness,
-      "replay semantics: default | bench (all lanes at t=0, no warm-up; default for random: traces)");
+      "replay semantics: default | bench (all lanes at t=0, no warm-up; default for random: traces) | "
+      "agentx (InferenceX AgentX: sub-agent branches, warm-ups, profiling window, cool-down)");
+  cmd->add_option("--think-cap", flags->setup.max_think_s, "default harness: cap on each think time, s")
+      ->capture_default_str();
+  cmd->add_option("--cache-warmup", flags->setup.agentx.cache_warmup_s,
+                  "agentx: seconds of no-delay one-token cache warm-up after the snapshot warm-up")
+      ->capture_default_str();
+  cmd->add_option("--profile", flags->setup.agentx.profile_s, "agentx: profiling window, s")
+      ->capture_default_str();
+  cmd->add_option("--system-idle-cap", flags->setup.agentx.system_idle_cap_s,
+                  "agentx: when nothing is in flight, the next request is due within this many s")
+      ->capture_default_str();
+  cmd->add_option("--trajectory-idle-cap", flags->setup.agentx.trajectory_idle_cap_s,
+                  "agentx: cap on each delay of a lane, s (0 = off)")
+      ->capture_default_str();
+  cmd->add_option(
+      "--preset", flags->preset,
+      "named setup: k3-b300-agentx (K3 on 8 x B300, vLLM cache, AgentX harness, GPU-only and DRAM arms); "
+      "--trace, --concurrency, --cache-model, --seed, --profile, --cache-warmup still apply");
   cmd->add_option("--kv-budget-tokens", flags->setup.kv_budget_tokens,
                   "device cache budget in MLA-KV tokens (overrides the planner)");
   cmd->add_option("--seed", flags->setup.seed, "seed (session order, lane starts, fake tokens)")

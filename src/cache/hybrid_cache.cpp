@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "cache/cache_emulation.h"
 #include "cache/hybrid_cache_impl.h"
 #include "core/check.h"
 #include "core/hash.h"
@@ -210,20 +211,26 @@ void HybridCache::Impl::release(SeqId id) {
 
 // ---- public API ---------------------------------------------------------------------------
 
-HybridCache::HybridCache(const CacheConfig& config) : impl_(std::make_unique<Impl>(config)) {}
+HybridCache::HybridCache(const CacheConfig& config) {
+  emu_ = make_cache_emulation(config);
+  if (!emu_) impl_ = std::make_unique<Impl>(config);
+}
 HybridCache::~HybridCache() = default;
 
 const CacheConfig& HybridCache::config() const {
+  if (emu_) return emu_->config();
   return impl_->cfg;
 }
 
 CacheHit HybridCache::match(std::span<const int32_t> prompt) const {
+  if (emu_) return emu_->match(prompt);
   TreeWalk w;
   impl_->walk(prompt, w);
   return impl_->hit_of(w);
 }
 
 std::optional<Admission> HybridCache::admit(std::span<const int32_t> prompt) {
+  if (emu_) return emu_->admit(prompt);
   Impl& m = *impl_;
   ++m.tick;  // one logical tick per admission: the recency clock of the eviction policies
   TreeWalk w;
@@ -303,6 +310,7 @@ std::optional<Admission> HybridCache::admit(std::span<const int32_t> prompt) {
 }
 
 bool HybridCache::reserve(SeqId seq, int64_t n_tokens_total) {
+  if (emu_) return emu_->reserve(seq, n_tokens_total);
   Impl& m = *impl_;
   CacheSeq& s = m.seq_at(seq);
   DS_CHECK(n_tokens_total >= 0 && n_tokens_total <= (int64_t{1} << 40),
@@ -329,6 +337,7 @@ bool HybridCache::reserve(SeqId seq, int64_t n_tokens_total) {
 }
 
 std::vector<PlannedCheckpoint> HybridCache::plan_checkpoints(SeqId seq, int64_t begin, int64_t end) {
+  if (emu_) return emu_->plan_checkpoints(seq, begin, end);
   Impl& m = *impl_;
   const CacheSeq& s0 = m.seq_at(seq);
   DS_CHECK(begin >= 0 && begin <= end && end <= s0.reserved_tokens,
@@ -360,6 +369,7 @@ std::vector<PlannedCheckpoint> HybridCache::plan_checkpoints(SeqId seq, int64_t 
 }
 
 CommitReport HybridCache::commit(SeqId seq, std::span<const int32_t> tokens, int64_t n_computed) {
+  if (emu_) return emu_->commit(seq, tokens, n_computed);
   Impl& m = *impl_;
   CacheSeq& s = m.seq_at(seq);
   DS_CHECK(n_computed >= 0 && n_computed <= static_cast<int64_t>(tokens.size()),
@@ -381,6 +391,7 @@ CommitReport HybridCache::commit(SeqId seq, std::span<const int32_t> tokens, int
 }
 
 void HybridCache::finish(SeqId seq, std::span<const int32_t> all_tokens) {
+  if (emu_) return emu_->finish(seq, all_tokens);
   Impl& m = *impl_;
   const int64_t n = std::min<int64_t>(static_cast<int64_t>(all_tokens.size()), m.seq_at(seq).reserved_tokens);
   commit(seq, all_tokens, n);
@@ -396,32 +407,40 @@ void HybridCache::finish(SeqId seq, std::span<const int32_t> all_tokens) {
 }
 
 void HybridCache::abort(SeqId seq) {
+  if (emu_) return emu_->abort(seq);
   impl_->release(seq);
 }
 
 std::vector<CacheTransfer> HybridCache::take_transfers() {
+  if (emu_) return emu_->take_transfers();
   std::vector<CacheTransfer> out;
   out.swap(impl_->transfers);
   return out;
 }
 
 std::span<const int32_t> HybridCache::page_table(SeqId seq) const {
+  if (emu_) return emu_->page_table(seq);
   return impl_->seq_at(seq).pages;
 }
 int32_t HybridCache::live_slot(SeqId seq) const {
+  if (emu_) return emu_->live_slot(seq);
   return impl_->seq_at(seq).live_slot;
 }
 int64_t HybridCache::n_running() const {
+  if (emu_) return emu_->n_running();
   return static_cast<int64_t>(impl_->seqs.size());
 }
 const CacheStats& HybridCache::stats() const {
+  if (emu_) return emu_->stats();
   return impl_->stats;
 }
 void HybridCache::check_invariants() const {
+  if (emu_) return emu_->check_invariants();
   impl_->check_invariants();
 }
 
 int64_t HybridCache::bookkeeping_bytes() const {
+  if (emu_) return emu_->bookkeeping_bytes();
   const Impl& m = *impl_;
   int64_t b = m.tree.memory_bytes();
   for (int t = 0; t < m.n_tiers; ++t) {

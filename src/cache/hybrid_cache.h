@@ -128,6 +128,7 @@ class HybridCache {
 
  private:
   std::unique_ptr<Impl> impl_;
+  std::unique_ptr<class CacheEmulation> emu_;  // cache_model "vllm" / "sglang": every call goes there
 };
 
 }  // namespace ds

@@ -270,7 +270,7 @@ RunMetrics run_endpoint_replay(const Trace& trace, const ReplayConfig& cfg, cons
       while (auto r = workload.take_due(now)) {
         if (r->warmup) ++n_warmup, ++n_warmup_open;
         if (r->tokens.empty()) {
-          workload.lane_done(r->lane, now);
+          workload.done(*r, now);
           continue;
         }
         launch(std::move(*r));
@@ -303,7 +303,7 @@ RunMetrics run_endpoint_replay(const Trace& trace, const ReplayConfig& cfg, cons
         s.tpot_s = o.n_output > 1 ? (o.last_token_s - o.first_token_s) / double(o.n_output - 1) : -1;
         samples.push_back(s);
       }
-      workload.lane_done(d.send.lane, t);
+      workload.done(d.send, t);
     }
     if (n_in_flight == 0 && (!workload.has_arrivals() || now_s() >= stop_s)) break;
     if (n_in_flight == 0 || workload.has_arrivals()) {

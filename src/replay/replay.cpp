@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <exception>
 #include <map>
 #include <mutex>
@@ -18,7 +19,7 @@ namespace ds {
 namespace {
 
 struct InFlight {
-  int lane = -1;  // -1: open loop
+  ReplaySend send;  // without its tokens (they went into the request)
   bool warmup = false;
   double send_s = 0;
   double first_token_s = -1;
@@ -46,6 +47,8 @@ class ReplayRun {
   RunMetrics metrics() const;
   void idle_until_next_arrival() {  // never past the end of the run
     double t = workload_.next_arrival_s();
+    DS_CHECK(std::isfinite(t),
+             "replay: nothing in flight and no arrival pending, but the workload is not done");
     engine_.clock().wait_until(cfg_.duration_s > 0 ? std::min(t, cfg_.duration_s) : t);
   }
   bool stopped() const { return cfg_.duration_s > 0 && engine_.now_s() >= cfg_.duration_s; }
@@ -60,7 +63,16 @@ class ReplayRun {
   int64_t n_warmup_ = 0, n_warmup_open_ = 0, n_rejected_ = 0, n_steps_ = 0;
   int64_t n_output_total_ = 0, n_output_at_measure_ = 0;
   double measure_start_s_ = 0;
+  bool measuring_ = false;  // the measurement window has started (warm-ups drained / profiling began)
   std::map<std::string, int64_t> peak_;
+  LookupStats lookups_at_measure_;
+  void start_measuring(double now) {
+    if (measuring_) return;
+    measuring_ = true;
+    measure_start_s_ = now;
+    n_output_at_measure_ = n_output_total_;
+    lookups_at_measure_ = engine_.scheduler().lookup_stats();
+  }
 };
 
 void ReplayRun::send(ReplaySend r) {
@@ -70,14 +82,16 @@ void ReplayRun::send(ReplaySend r) {
   req.max_output_tokens = r.max_output_tokens;
   if (r.warmup) ++n_warmup_, ++n_warmup_open_;
   if (req.tokens.empty()) {  // nothing to compute: the lane moves on
-    workload_.lane_done(r.lane, engine_.now_s());
+    workload_.done(r, engine_.now_s());
     return;
   }
-  in_flight_.emplace(req.id, InFlight{.lane = r.lane,
-                                      .warmup = r.warmup,
+  const bool warmup = r.warmup;
+  const int64_t oracle = r.oracle_hit_tokens;
+  in_flight_.emplace(req.id, InFlight{.send = std::move(r),
+                                      .warmup = warmup,
                                       .send_s = engine_.now_s(),
                                       .first_token_s = -1,
-                                      .oracle_hit_tokens = r.oracle_hit_tokens});
+                                      .oracle_hit_tokens = oracle});
   engine_.add(std::move(req));
 }
 
@@ -92,14 +106,14 @@ void ReplayRun::handle(EngineEvents& events) {
     InFlight info = in_flight_.at(req.id);
     in_flight_.erase(req.id);
     ++n_rejected_;
-    if (info.warmup && --n_warmup_open_ == 0) measure_start_s_ = now, n_output_at_measure_ = n_output_total_;
-    workload_.lane_done(info.lane, now);
+    if (info.warmup && --n_warmup_open_ == 0 && !cfg_.agentx) start_measuring(now);
+    workload_.done(info.send, now);
   }
   for (const Request& req : events.finished) {
     InFlight info = in_flight_.at(req.id);
     in_flight_.erase(req.id);
     if (info.warmup) {
-      if (--n_warmup_open_ == 0) measure_start_s_ = now, n_output_at_measure_ = n_output_total_;
+      if (--n_warmup_open_ == 0 && !cfg_.agentx) start_measuring(now);
     } else {
       double tpot = req.n_output_tokens > 1
                         ? (now - info.first_token_s) / static_cast<double>(req.n_output_tokens - 1)
@@ -108,7 +122,7 @@ void ReplayRun::handle(EngineEvents& events) {
                           info.oracle_hit_tokens, req.n_output_tokens, info.first_token_s - info.send_s,
                           tpot});
     }
-    workload_.lane_done(info.lane, now);
+    workload_.done(info.send, now);
   }
 }
 
@@ -122,8 +136,11 @@ void ReplayRun::sample_memory() {
 }
 
 RunMetrics ReplayRun::run() {
+  if (!cfg_.agentx && !cfg_.warmup) start_measuring(0);
   while (!stopped()) {
     send_due();
+    if (cfg_.agentx && !measuring_ && !std::isnan(workload_.profile_start_s()))
+      start_measuring(workload_.profile_start_s());
     if (engine_.idle()) {
       if (!workload_.has_arrivals()) break;
       idle_until_next_arrival();
@@ -151,6 +168,8 @@ RunMetrics ReplayRun::metrics() const {
   m.concurrency = trace_.closed_loop ? cfg_.concurrency : 0;
   m.retention = cfg_.cache.retention;
   m.eviction = cfg_.cache.eviction;
+  m.cache_model = cfg_.cache.cache_model;
+  m.harness = cfg_.agentx ? "agentx" : cfg_.warmup ? "default" : "bench";
   for (size_t i = 0; i < cfg_.cache.tiers.size(); ++i) m.tiers += (i ? "," : "") + cfg_.cache.tiers[i].name;
   m.gpus = cfg_.gpus;
   m.kv_budget_tokens = cfg_.kv_budget_tokens;
@@ -163,9 +182,22 @@ RunMetrics ReplayRun::metrics() const {
     if (!info.warmup && info.first_token_s < 0) censored.push_back(now - info.send_s);
   summarize_samples(samples_, tiers, m, censored);
   m.elapsed_virtual_s = now;
-  const double start = n_warmup_open_ == 0 ? measure_start_s_ : 0;
-  const int64_t out0 = n_warmup_open_ == 0 ? n_output_at_measure_ : 0;
+  const double start = measuring_ ? measure_start_s_ : 0;
+  const int64_t out0 = measuring_ ? n_output_at_measure_ : 0;
   set_throughput(m, m.elapsed_virtual_s - start, n_output_total_ - out0, cfg_.gpus);
+  const LookupStats& l1 = engine_.scheduler().lookup_stats();
+  const LookupStats l0 = measuring_ ? lookups_at_measure_ : LookupStats{};
+  const double q = double(l1.queries - l0.queries), qp = double(l1.preempted_queries - l0.preempted_queries);
+  if (q > 0) {
+    m.vllm_device_hit_rate = double(l1.hits - l0.hits) / q;
+    m.vllm_external_hit_rate = double(l1.external_hits - l0.external_hits) / q;
+  }
+  if (q + qp > 0)
+    m.vllm_hit_rate_with_preempted =
+        double(l1.hits - l0.hits + l1.preempted_hits - l0.preempted_hits + l1.external_hits -
+               l0.external_hits + l1.preempted_external_hits - l0.preempted_external_hits) /
+        (q + qp);
+  m.n_lookups = l1.lookups - l0.lookups + l1.preempted_lookups - l0.preempted_lookups;
   m.n_warmup_requests = n_warmup_;
   m.n_rejected = n_rejected_;
   m.n_steps = n_steps_;

@@ -16,6 +16,7 @@
 #include "engine/engine.h"
 #include "exec/sim_executor.h"
 #include "plan/cost_model.h"
+#include "replay/agentx_harness.h"
 #include "replay/run_metrics.h"
 #include "sched/scheduler.h"
 #include "trace/trace.h"
@@ -39,6 +40,11 @@ struct ReplayConfig {
   uint64_t token_salt = 0;        // != 0: every prompt is re-salted, so runs against one live server
                                   // share no prefixes with earlier runs
   int64_t kv_budget_tokens = 0;   // reported only (the cache config holds the bytes)
+  // AgentX harness (agentx_harness.h) instead of the lanes above: sub-agent branches, snapshot and
+  // cache warm-up, a profiling window with cool-down. duration_s, max_think_s, warmup and the
+  // start fractions above are then unused (AgentxOptions holds its own).
+  bool agentx = false;
+  AgentxOptions agentx_options;
   SchedulerConfig scheduler;
   CacheConfig cache;
   SimExecutorConfig executor;

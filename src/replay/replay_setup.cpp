@@ -1,5 +1,7 @@
 #include "replay/replay_setup.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
 
 #include "core/check.h"
@@ -17,6 +19,57 @@ std::vector<CacheVariant> default_variants() {
   };
 }
 
+namespace {
+
+// vLLM's geometry and budget for this deployment: blocks of the vLLM planner budget (or of
+// --kv-budget-tokens), live-state blocks with the speculative tokens, retention interval from the
+// variant's "interval:N" (else vLLM's default 0).
+void configure_vllm(CacheConfig& c, const ReplaySetup& setup, const CacheVariant& variant,
+                    const ModelProfile& model, const MemoryPlan& plan) {
+  const VllmGeometry g = vllm_geometry(model, VllmGeometryOptions{.tp = setup.gpus,
+                                                                  .dcp = setup.dcp,
+                                                                  .kv_dtype_bytes = setup.kv_dtype_bytes,
+                                                                  .spec_tokens = setup.spec.draft_tokens});
+  DS_CHECK(g.n_kda_groups > 0,
+           "replay: --cache-model vllm needs a hybrid KDA + MLA model, {} has no KDA layer", model.name);
+  c.cache_model = "vllm";
+  c.page_tokens = g.block_tokens;
+  c.vllm.kda_groups = g.n_kda_groups;
+  c.vllm.live_blocks = int(g.live_state_blocks);
+  c.vllm.block_bytes = g.block_bytes;
+  c.vllm.num_blocks = setup.kv_budget_tokens > 0
+                          ? (setup.kv_budget_tokens + g.block_tokens - 1) / g.block_tokens
+                          : plan.vllm.num_blocks;
+  c.vllm.retention_interval = 0;
+  if (variant.retention.rfind("interval:", 0) == 0) {
+    const int64_t n = std::stoll(variant.retention.substr(9));
+    c.vllm.retention_interval = (n + g.block_tokens - 1) / g.block_tokens * g.block_tokens;
+  }
+  c.retention = fmt::format("vllm:{}", c.vllm.retention_interval);
+  c.eviction = "vllm-lru";
+}
+
+// SGLang's two pools out of the same device budget: mamba_budget = budget * r / (1 + r) in whole
+// request states (ModelRunner's split of the memory left after weights), the rest in KV pages.
+void configure_sglang(CacheConfig& c, const ReplaySetup& setup, const MemoryPlan& plan,
+                      int64_t device_bytes) {
+  DS_CHECK(plan.kda_state_bytes_per_gpu > 0, "replay: --cache-model sglang needs a hybrid KDA + MLA model");
+  DS_CHECK(setup.sglang_mamba_ratio > 0 && setup.sglang_mamba_ratio < 100,
+           "replay: sglang mamba ratio must be in (0, 100), got {}", setup.sglang_mamba_ratio);
+  const double r = setup.sglang_mamba_ratio;
+  c.cache_model = "sglang";
+  c.sglang.page_bytes = c.page_bytes();
+  c.sglang.state_bytes = c.sizes.checkpoint_bytes;
+  c.sglang.state_slots =
+      static_cast<int64_t>(double(device_bytes) * r / (1 + r) / double(c.sglang.state_bytes));
+  c.sglang.kv_pages = static_cast<int64_t>(double(device_bytes) / (1 + r) / double(c.sglang.page_bytes));
+  c.sglang.track_interval = setup.sglang_track_interval;
+  c.retention = "sglang";
+  c.eviction = "sglang-lru";
+}
+
+}  // namespace
+
 CacheConfig make_cache_config(const ReplaySetup& setup, const CacheVariant& variant,
                               const ModelProfile& model, const HardwareProfile& hw, const MemoryPlan& plan) {
   CacheConfig c;
@@ -32,8 +85,18 @@ CacheConfig make_cache_config(const ReplaySetup& setup, const CacheVariant& vari
   DS_CHECK(!variant.tiers.empty() && variant.tiers.front() == "hbm",
            "replay: tiers must start with 'hbm' (then optionally 'dram'), got '{}'",
            variant.tiers.empty() ? std::string() : variant.tiers.front());
+  DS_CHECK(
+      variant.cache_model == "deltaserve" || variant.cache_model == "vllm" || variant.cache_model == "sglang",
+      "replay: unknown cache model '{}' (deltaserve, vllm, sglang)", variant.cache_model);
+  if (variant.cache_model == "vllm") configure_vllm(c, setup, variant, model, plan);
   int64_t device_bytes = setup.kv_budget_tokens > 0 ? setup.kv_budget_tokens * plan.kv_bytes_per_token
                                                     : static_cast<int64_t>(plan.cache_bytes);
+  if (c.cache_model == "vllm") device_bytes = c.vllm.num_blocks * c.vllm.block_bytes;
+  if (variant.cache_model == "sglang") {
+    DS_CHECK(variant.tiers.size() == 1, "replay: --cache-model sglang has no host tier (tiers {})",
+             fmt::join(variant.tiers, ","));
+    configure_sglang(c, setup, plan, device_bytes);
+  }
   double hbm_bw = hw.hbm_bw_bytes_s * hw.memory_efficiency;
   c.tiers.push_back(CacheTier{.name = "hbm",
                               .capacity_bytes = device_bytes,
@@ -43,11 +106,13 @@ CacheConfig make_cache_config(const ReplaySetup& setup, const CacheVariant& vari
     DS_CHECK(variant.tiers[i] == "dram" && i == 1,
              "replay: unknown or repeated tier '{}' (supported: hbm, hbm,dram)", variant.tiers[i]);
     double link = hw.host_link_bw_bytes_s * hw.host_link_efficiency;
-    c.tiers.push_back(
-        CacheTier{.name = "dram",
-                  .capacity_bytes = static_cast<int64_t>(plan.host_dram_bytes * setup.host_cache_fraction),
-                  .read_bw_bytes_per_s = link,
-                  .write_bw_bytes_per_s = link});
+    const double host =
+        setup.host_bytes > 0 ? setup.host_bytes : plan.host_dram_bytes * setup.host_cache_fraction;
+    c.tiers.push_back(CacheTier{.name = "dram",
+                                .capacity_bytes = static_cast<int64_t>(host),
+                                .read_bw_bytes_per_s = link,
+                                .write_bw_bytes_per_s = link});
+    if (c.cache_model == "vllm") c.vllm.host_blocks = static_cast<int64_t>(host) / c.vllm.block_bytes;
   }
   c.validate();
   return c;
@@ -65,8 +130,9 @@ PreparedSweep prepare_sweep(const ReplaySetup& setup, const HardwareProfile& har
            setup.kv_budget_tokens);
   DS_CHECK(setup.dcp >= 1 && setup.gpus % setup.dcp == 0, "replay: --dcp {} must divide --gpus {}", setup.dcp,
            setup.gpus);
-  DS_CHECK(setup.harness.empty() || setup.harness == "default" || setup.harness == "bench",
-           "replay: unknown harness '{}' (default, bench)", setup.harness);
+  DS_CHECK(setup.harness.empty() || setup.harness == "default" || setup.harness == "bench" ||
+               setup.harness == "agentx",
+           "replay: unknown harness '{}' (default, bench, agentx)", setup.harness);
   PreparedSweep sw;
   sw.model = ModelProfile::load(setup.model);
   if (setup.routed_expert_bits > 0)  // another storage format of the same experts (e.g. NVFP4 4.5 bits)
@@ -100,13 +166,22 @@ PreparedSweep prepare_sweep(const ReplaySetup& setup, const HardwareProfile& har
       rc.concurrency = c;
       rc.seed = setup.seed;
       rc.duration_s = setup.duration_s;
+      rc.max_think_s = setup.max_think_s;
       rc.gpus = setup.gpus;
-      rc.kv_budget_tokens = cache.tiers[0].capacity_bytes / cache.sizes.kv_bytes_per_token;
+      rc.kv_budget_tokens = cache.cache_model == "vllm" ? cache.vllm.num_blocks * cache.page_tokens
+                            : cache.cache_model == "sglang"
+                                ? cache.sglang.kv_pages * cache.page_tokens
+                                : cache.tiers[0].capacity_bytes / cache.sizes.kv_bytes_per_token;
       rc.scheduler = SchedulerConfig{.max_step_tokens = setup.max_step_tokens,
                                      .max_running = setup.max_running,
                                      .mixed_batches = setup.mixed_batches};
       if (setup.harness == "bench") {  // sglang.bench_serving: all lanes at t = 0, each request once
         rc.warmup = false;
+        rc.duration_s = 0;
+      }
+      if (setup.harness == "agentx") {  // the harness keeps its own clock: warm-up, window, cool-down
+        rc.agentx = true;
+        rc.agentx_options = setup.agentx;
         rc.duration_s = 0;
       }
       rc.cache = cache;

@@ -22,6 +22,12 @@ struct CacheVariant {
   std::string retention = "interval:32768";
   std::string eviction = "leaf-lru";
   std::vector<std::string> tiers = {"hbm"};  // "hbm" then optionally "dram"
+  // "deltaserve" (this engine's cache), "vllm" (vLLM's hybrid allocator, emulated: one block pool
+  // in vLLM's geometry and budget, its LRU free queue; retention "interval:N" sets vLLM's retention
+  // interval, anything else its default 0; eviction is vLLM's own) or "sglang" (SGLang's Mamba radix
+  // cache, emulated: the device budget split into a KV pool and a state pool by
+  // ReplaySetup::sglang_mamba_ratio; retention and eviction are SGLang's own; no host tier).
+  std::string cache_model = "deltaserve";
 };
 
 struct ReplaySetup {
@@ -35,14 +41,23 @@ struct ReplaySetup {
   double step_overhead_s = -1;    // < 0 = the hardware profile's value
   SpecDecode spec{};              // speculative decoding (off by default)
   bool mixed_batches = true;      // scheduler: mixed prefill+decode steps (vLLM) or prefill first (SGLang)
-  // "default": closed loop with a warm-up request per lane (25-75 % into its session); "bench":
-  // every lane starts at t = 0, no warm-up, each request once (sglang.bench_serving); "" = bench for
-  // fixed-length traces, default otherwise.
+  // "default": closed loop with a warm-up request per lane (25-75 % into its session), think times
+  // capped at 10 s; "bench": every lane starts at t = 0, no warm-up, each request once
+  // (sglang.bench_serving); "agentx": the InferenceX AgentX schedule (agentx_harness.h: sub-agent
+  // branches, snapshot + cache warm-up, profiling window, cool-down); "" = bench for fixed-length
+  // traces, default otherwise.
   std::string harness;
+  AgentxOptions agentx;     // harness "agentx"
+  double max_think_s = 10;  // harness "default": cap on each think time (AgentX's idle-gap cap)
   std::vector<int> concurrency = {1, 2, 4, 8, 16, 24, 32};
   std::vector<CacheVariant> variants;  // empty = default_variants()
   int64_t kv_budget_tokens = 0;        // device tier in MLA-KV tokens; 0 = the planner's budget
   double host_cache_fraction = 0.5;    // share of the per-GPU host DRAM given to the dram tier
+  double host_bytes = 0;               // dram tier per GPU, bytes; > 0 overrides host_cache_fraction
+  // cache_model "sglang": state pool / KV pool bytes (SGLang --mamba-full-memory-ratio, default 0.9:
+  // the state pool gets ratio / (1 + ratio) of the budget) and the decode tracking interval.
+  double sglang_mamba_ratio = 0.9;
+  int64_t sglang_track_interval = 256;
   uint64_t seed = 1;
   double duration_s = 600;         // virtual seconds per run
   int64_t max_step_tokens = 8192;  // scheduler token budget per step

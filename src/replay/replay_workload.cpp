@@ -9,6 +9,10 @@ namespace ds {
 
 ReplayWorkload::ReplayWorkload(const Trace& trace, const ReplayConfig& cfg)
     : trace_(trace), cfg_(cfg), oracle_(cfg.cache.page_tokens), rng_(cfg.seed) {
+  if (cfg_.agentx) {
+    agentx_ = std::make_unique<AgentxHarness>(trace_, cfg_.concurrency, cfg_.seed, cfg_.agentx_options);
+    return;
+  }
   if (!trace_.closed_loop) {
     for (size_t s = 0; s < trace_.sessions.size(); ++s)
       for (size_t t = 0; t < trace_.sessions[s].turns.size(); ++t)
@@ -36,7 +40,38 @@ ReplayWorkload::ReplayWorkload(const Trace& trace, const ReplayConfig& cfg)
   }
 }
 
+ReplaySend ReplayWorkload::make_send(int lane, const TraceTurn& turn, uint64_t salt, bool warmup) {
+  ReplaySend r;
+  r.lane = lane;
+  r.turn = &turn;
+  r.warmup = warmup;
+  r.salt = salt;
+  if (cfg_.token_salt != 0) r.salt = splitmix64(r.salt ^ cfg_.token_salt) | 1;
+  r.tokens = turn_tokens(turn, trace_.block_tokens);
+  if (r.salt != 0) {
+    uint64_t k = splitmix64(r.salt);
+    for (int32_t& t : r.tokens) t = static_cast<int32_t>((static_cast<uint64_t>(t) ^ k) & 0x7fffffff);
+  }
+  if (cfg_.vocab_size > 0)
+    for (int32_t& t : r.tokens) t %= cfg_.vocab_size;
+  r.max_output_tokens = std::max<int64_t>(turn.n_output_tokens, 1);
+  if (cfg_.max_output_tokens > 0) r.max_output_tokens = std::min(r.max_output_tokens, cfg_.max_output_tokens);
+  r.oracle_hit_tokens = oracle_.observe(r.tokens);
+  ++n_sent_;
+  return r;
+}
+
 std::optional<ReplaySend> ReplayWorkload::take_due(double now_s) {
+  if (agentx_) {
+    const std::optional<AgentxRequest> a = agentx_->take_due(now_s);
+    if (!a) return std::nullopt;
+    const TraceSession& s = trace_.sessions[size_t(a->session)];
+    const TraceTurn& turn = a->branch < 0 ? s.turns[a->turn] : s.branches[size_t(a->branch)].turns[a->turn];
+    ReplaySend r = make_send(a->lane, turn, a->salt, a->warmup);
+    if (a->one_token) r.max_output_tokens = 1;
+    r.agentx = *a;
+    return r;
+  }
   if (arrivals_.empty() || arrivals_.top().t_s > now_s) return std::nullopt;
   if (cfg_.max_requests > 0 && n_sent_ >= cfg_.max_requests) {
     arrivals_ = {};
@@ -44,28 +79,22 @@ std::optional<ReplaySend> ReplayWorkload::take_due(double now_s) {
   }
   const Arrival a = arrivals_.top();
   arrivals_.pop();
-  ReplaySend r;
-  r.lane = a.lane;
-  r.turn = &trace_.sessions[static_cast<size_t>(a.session)].turns[a.turn];
+  bool warmup = false;
+  uint64_t salt = 0;
   if (a.lane >= 0) {
     Lane& lane = lanes_[static_cast<size_t>(a.lane)];
-    r.warmup = lane.warmup_next;
+    warmup = lane.warmup_next;
     lane.warmup_next = false;
-    r.salt = lane.salt;
+    salt = lane.salt;
   }
-  if (cfg_.token_salt != 0) r.salt = splitmix64(r.salt ^ cfg_.token_salt) | 1;
-  r.tokens = turn_tokens(*r.turn, trace_.block_tokens);
-  if (r.salt != 0) {
-    uint64_t k = splitmix64(r.salt);
-    for (int32_t& t : r.tokens) t = static_cast<int32_t>((static_cast<uint64_t>(t) ^ k) & 0x7fffffff);
-  }
-  if (cfg_.vocab_size > 0)
-    for (int32_t& t : r.tokens) t %= cfg_.vocab_size;
-  r.max_output_tokens = std::max<int64_t>(r.turn->n_output_tokens, 1);
-  if (cfg_.max_output_tokens > 0) r.max_output_tokens = std::min(r.max_output_tokens, cfg_.max_output_tokens);
-  r.oracle_hit_tokens = oracle_.observe(r.tokens);
-  ++n_sent_;
-  return r;
+  return make_send(a.lane, trace_.sessions[static_cast<size_t>(a.session)].turns[a.turn], salt, warmup);
+}
+
+void ReplayWorkload::done(const ReplaySend& r, double now_s) {
+  if (agentx_)
+    agentx_->done(r.agentx, now_s);
+  else
+    lane_done(r.lane, now_s);
 }
 
 void ReplayWorkload::lane_done(int lane_index, double now_s) {

@@ -9,7 +9,9 @@
 // Not thread-safe: one driver thread calls it.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <queue>
 #include <random>
@@ -23,7 +25,8 @@ namespace ds {
 
 // One request the workload wants sent now.
 struct ReplaySend {
-  int lane = -1;  // closed loop lane; -1 open loop
+  int lane = -1;         // closed loop lane; -1 open loop
+  AgentxRequest agentx;  // the AgentX harness's handle (agentx mode)
   bool warmup = false;
   const TraceTurn* turn = nullptr;
   uint64_t salt = 0;              // != 0: re-salted token ids (a reused session, or config.token_salt)
@@ -37,14 +40,19 @@ class ReplayWorkload {
   // Throws ds::Error on an empty trace or a bad concurrency.
   ReplayWorkload(const Trace& trace, const ReplayConfig& config);
 
-  bool has_arrivals() const { return !arrivals_.empty(); }
-  double next_arrival_s() const { return arrivals_.top().t_s; }  // requires has_arrivals()
+  bool has_arrivals() const { return agentx_ ? !agentx_->finished() : !arrivals_.empty(); }
+  // Time of the next arrival (agentx: or phase deadline); requires has_arrivals().
+  double next_arrival_s() const { return agentx_ ? agentx_->next_event_s() : arrivals_.top().t_s; }
   // The next turn due at `now_s`, or nullopt (none due; or max_requests reached, which drops the
   // remaining arrivals).
   std::optional<ReplaySend> take_due(double now_s);
-  // The lane's request finished (or failed) at now_s: its next turn becomes due after the think time.
-  void lane_done(int lane, double now_s);
+  // The request finished (or failed) at now_s: its lane's next turn becomes due after the think
+  // time (agentx: the harness decides, joins and spawns included).
+  void done(const ReplaySend& r, double now_s);
   int64_t n_sent() const { return n_sent_; }
+  // AgentX: the profiling window's start (NaN before it, and always NaN for the other harnesses).
+  double profile_start_s() const { return agentx_ ? agentx_->profile_start_s() : std::nan(""); }
+  const AgentxHarness* agentx() const { return agentx_.get(); }
 
  private:
   struct Lane {
@@ -72,6 +80,10 @@ class ReplayWorkload {
   std::priority_queue<Arrival, std::vector<Arrival>, std::greater<>> arrivals_;
   int64_t order_ = 0;
   int64_t n_sent_ = 0;
+  std::unique_ptr<AgentxHarness> agentx_;
+
+  void lane_done(int lane, double now_s);
+  ReplaySend make_send(int lane, const TraceTurn& turn, uint64_t salt, bool warmup);
 };
 
 // One measured (non-warm-up), completed request.

@@ -18,9 +18,11 @@ namespace {
 // themselves (the stringified member), so a report key always equals the field it prints.
 // clang-format off
 #define DS_RUN_METRICS_SCALARS(X)                                                                  \
-  X(label) X(concurrency) X(retention) X(eviction) X(tiers) X(gpus) X(kv_budget_tokens)          \
+  X(label) X(concurrency) X(cache_model) X(harness) X(retention) X(eviction) X(tiers) X(gpus)    \
+  X(kv_budget_tokens)                                                                            \
   X(theoretical_hit_rate) X(realized_hit_rate) X(kv_reachable_rate)                              \
   X(n_prompt_tokens) X(n_hit_tokens) X(n_kv_reachable_tokens) X(n_theoretical_hit_tokens)        \
+  X(vllm_device_hit_rate) X(vllm_external_hit_rate) X(vllm_hit_rate_with_preempted) X(n_lookups)  \
   X(ttft_p50_s) X(ttft_p90_s) X(ttft_p99_s) X(n_ttft_censored) X(tpot_p50_s)                     \
   X(interactivity_tok_s) X(output_tok_s_total) X(output_tok_s_per_gpu) X(total_tok_s_per_gpu)    \
   X(window_s) X(elapsed_virtual_s)                                                               \

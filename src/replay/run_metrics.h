@@ -13,11 +13,13 @@ namespace ds {
 
 struct RunMetrics {
   // What ran.
-  std::string label;      // config name shown in tables ("hbm", "hbm+dram", ...)
-  int concurrency = 0;    // closed loop: lanes; open loop: 0
-  std::string retention;  // e.g. "interval:32768"
-  std::string eviction;   // e.g. "leaf-lru"
-  std::string tiers;      // e.g. "hbm" or "hbm,dram"
+  std::string label;                       // config name shown in tables ("hbm", "hbm+dram", ...)
+  int concurrency = 0;                     // closed loop: lanes; open loop: 0
+  std::string retention;                   // e.g. "interval:32768"
+  std::string eviction;                    // e.g. "leaf-lru"
+  std::string tiers;                       // e.g. "hbm" or "hbm,dram"
+  std::string cache_model = "deltaserve";  // deltaserve | vllm | sglang (emulated caches)
+  std::string harness = "default";         // default | bench | agentx
   int gpus = 0;
   int64_t kv_budget_tokens = 0;  // device tier budget in MLA-KV tokens
 
@@ -30,6 +32,14 @@ struct RunMetrics {
   int64_t n_hit_tokens = 0;  // state-reachable (restorable) tokens
   int64_t n_kv_reachable_tokens = 0;
   int64_t n_theoretical_hit_tokens = 0;
+  // The same window as vLLM's Prometheus counters see it (Scheduler::lookup_stats): hits / queries
+  // over every lookup of a waiting request, re-lookups of a waiting request included; "device" is
+  // vllm:prefix_cache_hits / queries, "external" the connector's (host tier) hits / queries; both
+  // leave requests preempted before out, as vLLM does; the last one keeps them in.
+  double vllm_device_hit_rate = 0;
+  double vllm_external_hit_rate = 0;
+  double vllm_hit_rate_with_preempted = 0;
+  int64_t n_lookups = 0;
 
   // Latency and throughput. TTFT percentiles include requests still without a first token at the
   // end of the run, censored at that time (n_ttft_censored of them), so a stalled run looks slow.

@@ -156,6 +156,21 @@ bool Scheduler::admit_one(Request& req, Slot& slot) {
     cache_.abort(admission->seq);
     admission = cache_.admit(all.first(all.size() - 1));
   }
+  {
+    const CacheHit hit = admission ? admission->hit : cache_.match(all);
+    const int64_t device = hit.n_hit_tokens - hit.n_hit_host_tokens;
+    if (req.n_preemptions == 0) {
+      ++lookups_.lookups;
+      lookups_.queries += req.n_tokens();
+      lookups_.hits += device;
+      lookups_.external_hits += hit.n_hit_host_tokens;
+    } else {
+      ++lookups_.preempted_lookups;
+      lookups_.preempted_queries += req.n_tokens();
+      lookups_.preempted_hits += device;
+      lookups_.preempted_external_hits += hit.n_hit_host_tokens;
+    }
+  }
   if (!admission) return false;
   const CacheHit& hit = admission->hit;
   slot.seq = admission->seq;

@@ -43,6 +43,16 @@ struct StepEvents {
                                        // rejected mid-prefill/decode keeps its counters)
 };
 
+// What vLLM's prefix-cache counters would count (vllm/v1/metrics/stats.py PrefixCacheStats, recorded
+// by KVCacheManager.get_computed_blocks): every lookup of a waiting request at the head of the
+// queue, admitted or not — so a request that waits is counted at every attempt —, its tokens as
+// queries and its device / lower-tier hit tokens. Requests preempted before are counted apart
+// (vLLM keeps them out of its Prometheus vllm:prefix_cache_* counters).
+struct LookupStats {
+  int64_t lookups = 0, queries = 0, hits = 0, external_hits = 0;
+  int64_t preempted_lookups = 0, preempted_queries = 0, preempted_hits = 0, preempted_external_hits = 0;
+};
+
 class Scheduler {
  public:
   // `cache` must outlive the scheduler; the scheduler is its only user of admit/reserve/commit.
@@ -69,6 +79,7 @@ class Scheduler {
   int64_t n_running() const { return static_cast<int64_t>(running_.size()); }
   bool idle() const { return waiting_.empty() && running_.empty(); }
   int64_t n_preemptions() const { return n_preemptions_; }
+  const LookupStats& lookup_stats() const { return lookups_; }
   const SchedulerConfig& config() const { return config_; }
 
  private:
@@ -102,6 +113,7 @@ class Scheduler {
   int64_t step_index_ = 0;
   int64_t applied_step_ = 0;
   int64_t n_preemptions_ = 0;
+  LookupStats lookups_;
 };
 
 }  // namespace ds

@@ -82,8 +82,11 @@ RawRequest parse_request(JsonCursor& cur, std::string label, int depth) {
       r.think_s = nonneg_number(cur, "think_time");
     } else if (key == "api_time") {
       r.api_s = nonneg_number(cur, "api_time");
-    } else if (key == "duration_ms") {
-      r.duration_s = nonneg_number(cur, "duration_ms") / 1000.0;
+    } else if (key == "duration_ms") {  // null in a few public files: unknown, summed from the requests
+      if (cur.peek() == 'n')
+        cur.skip_value();
+      else
+        r.duration_s = nonneg_number(cur, "duration_ms") / 1000.0;
     } else if (key == "agent_id") {
       r.agent_id = cur.string_value();
     } else if (key == "requests") {
@@ -158,30 +161,53 @@ struct SessionBuilder {
   }
 
   // Appends `reqs` (starting at session time `base_s`) to `turns`. A sub-agent entry's `t` is its
-  // end (checked on the public files: t - duration_ms/1000 is the previous request's end).
+  // end (checked on the public files: t - duration_ms/1000 is the previous request's end). With
+  // `branches` (top level, SubagentMode::Branches) a sub-agent becomes a TraceBranch of the session:
+  // spawned after the previous turn, joined by the next one (none: background); an entry with no
+  // previous turn is dropped, as AIPerf drops it. Nested sub-agents stay inline in their branch.
   void add(const std::vector<RawRequest>& reqs, double base_s, const std::string& session_id,
-           std::vector<TraceTurn>& turns, std::vector<TraceSession>& extra) {
-    double sub_end_s = -1;  // latest sub-agent end since the previous request of this level
+           std::vector<TraceTurn>& turns, std::vector<TraceSession>& extra,
+           std::vector<TraceBranch>* branches = nullptr) {
+    double sub_end_s = -1;       // latest sub-agent end since the previous request of this level
+    double prev_end_s = base_s;  // recorded end of the previous request of this level
+    size_t first_unjoined = branches ? branches->size() : 0;
     for (const RawRequest& r : reqs) {
       if (r.subagent) {
         double end = base_s + r.t_s;
         double start = std::max(0.0, end - subagent_duration_s(r));
-        if (options.subagents == SubagentMode::Inline) {
+        if (branches != nullptr) {
+          if (turns.empty()) continue;
+          TraceBranch b;
+          b.spawn_after = static_cast<int32_t>(turns.size() - 1);
+          b.start_offset_s = std::max(0.0, start - prev_end_s);
+          add(r.children, start, session_id, b.turns, extra);
+          if (!b.turns.empty()) {
+            b.turns.front().think_time_s = 0;
+            branches->push_back(std::move(b));
+          }
+          sub_end_s = std::max(sub_end_s, end);
+        } else if (options.subagents == SubagentMode::Inline) {
           add(r.children, start, session_id, turns, extra);
           sub_end_s = std::max(sub_end_s, end);
         } else {
           std::string sub_id = session_id + "/" + (r.agent_id.empty() ? r.label : r.agent_id);
-          TraceSession sub{sub_id, {}};
+          TraceSession sub{sub_id, {}, {}};
           add(r.children, start, sub_id, sub.turns, extra);
           if (!sub.turns.empty()) extra.push_back(std::move(sub));
         }
         continue;
       }
       if (!check(r)) continue;
-      // Inline: the parent waited for its sub-agents, so it thinks only from the last one's end.
+      // The parent waited for its sub-agents, so it thinks only from the last one's end.
       double think = sub_end_s >= 0 ? std::max(0.0, base_s + r.t_s - sub_end_s) : r.think_s;
       sub_end_s = -1;
+      if (branches != nullptr) {
+        for (size_t i = first_unjoined; i < branches->size(); ++i)
+          (*branches)[i].join_before = static_cast<int32_t>(turns.size());
+        first_unjoined = branches->size();
+      }
       turns.push_back(make_turn(r, base_s + r.t_s, think));
+      prev_end_s = base_s + r.t_s + r.api_s;
     }
   }
 };
@@ -250,9 +276,10 @@ void parse_claude_code_session(std::string_view text, const std::string& name, c
   SessionBuilder b{header, options, cur, name, trace};
   b.ns = name_namespace(header.local_scope ? header.id : std::string_view("global"));
   b.tail_ns = name_namespace(name);
-  TraceSession session{header.id, {}};
+  TraceSession session{header.id, {}, {}};
   std::vector<TraceSession> extra;
-  b.add(reqs, 0.0, header.id, session.turns, extra);
+  b.add(reqs, 0.0, header.id, session.turns, extra,
+        options.subagents == SubagentMode::Branches ? &session.branches : nullptr);
   if (!session.turns.empty()) trace.sessions.push_back(std::move(session));
   for (TraceSession& s : extra) trace.sessions.push_back(std::move(s));
 }

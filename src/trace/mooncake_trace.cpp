@@ -81,7 +81,7 @@ void parse_mooncake_jsonl(std::string_view text, const std::string& name, const 
     JsonCursor cur(line, name, line_no);
     try {
       TraceTurn turn = parse_line(cur, ns);
-      trace.sessions.push_back({fmt::format("{}:{}", name, line_no), {}});
+      trace.sessions.push_back({fmt::format("{}:{}", name, line_no), {}, {}});
       trace.sessions.back().turns.push_back(std::move(turn));
     } catch (const Error&) {
       if (!options.skip_bad) throw;

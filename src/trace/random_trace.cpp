@@ -56,7 +56,7 @@ Trace generate_random_trace(const RandomTraceParams& p) {
     turn.n_output_tokens = draw(p.output);
     const int64_t blocks = (turn.n_input_tokens + p.block - 1) / p.block;
     for (int64_t b = 0; b < blocks; ++b) turn.hash_ids.push_back(namespaced_block_id(ns, next_block++));
-    trace.sessions.push_back(TraceSession{fmt::format("random-{}", i), {std::move(turn)}});
+    trace.sessions.push_back(TraceSession{fmt::format("random-{}", i), {std::move(turn)}, {}});
   }
   return trace;
 }

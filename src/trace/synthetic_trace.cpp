@@ -176,7 +176,7 @@ Trace generate_synthetic_trace(const SyntheticTraceParams& p) {
     const SessionShape& s = shapes[i];
     std::vector<bool> epoch_start;
     std::vector<int64_t> in = prompt_lengths(s, p, scale, p.context, &epoch_start);
-    TraceSession session{fmt::format("synthetic-{}", i), {}};
+    TraceSession session{fmt::format("synthetic-{}", i), {}, {}};
     uint64_t ns = 0;
     double t = 0;
     std::vector<uint64_t> stream;  // block ids of the session's token stream so far

@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "core/check.h"
+#include "trace/agentx_trace.h"
 #include "trace/block_hash.h"
 #include "trace/claude_code_trace.h"
 #include "trace/mooncake_trace.h"
@@ -97,6 +98,12 @@ std::string bundled_trace_dir() {
 
 Trace load_trace(const std::string& spec, const TraceOptions& options) {
   if (spec.rfind("random:", 0) == 0) return generate_random_trace(parse_random_params(spec.substr(7)));
+  if (spec == "synthetic:agentx" || spec.rfind("synthetic:agentx,", 0) == 0) {
+    Trace trace = generate_agentx_trace(parse_agentx_params(spec.size() > 16 ? spec.substr(17) : ""));
+    if (options.max_sessions > 0 && static_cast<int64_t>(trace.sessions.size()) > options.max_sessions)
+      trace.sessions.resize(static_cast<size_t>(options.max_sessions));
+    return trace;
+  }
   if (spec.rfind("synthetic", 0) == 0 && (spec.size() == 9 || spec[9] == ':')) {
     Trace trace = generate_synthetic_trace(parse_synthetic_params(spec.size() > 9 ? spec.substr(10) : ""));
     if (options.max_sessions > 0 && static_cast<int64_t>(trace.sessions.size()) > options.max_sessions)

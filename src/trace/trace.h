@@ -25,9 +25,23 @@ struct TraceTurn {
 // Ids are in [0, 2^31). Throws ds::Error if hash_ids is shorter than the prompt needs.
 std::vector<int32_t> turn_tokens(const TraceTurn& turn, int block_tokens);
 
+// A sub-agent conversation of a session, as the AgentX harness replays it (AIPerf's SPAWN/JOIN
+// model of the weka format): its own chain of turns, sent in parallel with the parent session and
+// with sibling branches. It is spawned when the parent's turn `spawn_after` finishes; its first turn
+// is sent start_offset_s later, each later turn think_time_s after the previous one finished. The
+// parent's turn `join_before` is not sent before the branch is done; -1 = a background branch that
+// nothing waits for. A branch's turns belong to the session (same hash-id namespace).
+struct TraceBranch {
+  int32_t spawn_after = 0;
+  int32_t join_before = -1;
+  double start_offset_s = 0;
+  std::vector<TraceTurn> turns;
+};
+
 struct TraceSession {
-  std::string id;                // session id (file name, sub-agent suffix, or generated)
-  std::vector<TraceTurn> turns;  // in order
+  std::string id;                     // session id (file name, sub-agent suffix, or generated)
+  std::vector<TraceTurn> turns;       // the root conversation, in order
+  std::vector<TraceBranch> branches;  // sub-agents (SubagentMode::Branches and synthetic:agentx)
 };
 
 struct Trace {
@@ -40,8 +54,10 @@ struct Trace {
 };
 
 // Where Claude Code sub-agents go: inline in the parent session at their position (the parent's
-// Task tool call waits for them), or each as its own session "<parent>/<agent_id>".
-enum class SubagentMode { Inline, Sessions };
+// Task tool call waits for them, sub-agents one after the other), each as its own session
+// "<parent>/<agent_id>", or as branches of the parent (TraceBranch: sent in parallel, joined by the
+// parent's next turn; the AgentX harness).
+enum class SubagentMode { Inline, Sessions, Branches };
 
 struct TraceOptions {
   bool skip_bad = false;  // skip and count malformed records instead of failing
@@ -53,6 +69,8 @@ struct TraceOptions {
 // - "", "default" or "bundled": the bundled Claude Code sample (data/traces/claude_code_sample.tar.gz);
 // - "bundled:<file>": another bundled file (bundled:mooncake_fast25_conversation_trace.jsonl.gz);
 // - "synthetic[:k=v,...]": seeded synthetic agentic sessions (synthetic_trace.h);
+// - "synthetic:agentx[,k=v,...]": sessions with sub-agent branches fitted to the AgentX corpus
+//   (agentx_trace.h);
 // - "random:input=N,output=N,n=N": fixed-length random requests (random_trace.h);
 // - a path: a directory of session files, a .tar / .tar.gz, or one .json (Claude Code session) /
 //   .jsonl (Mooncake) file, optionally .gz.

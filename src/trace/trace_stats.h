@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "trace/trace.h"
@@ -31,5 +32,22 @@ struct TraceSummary {
 };
 
 TraceSummary summarize(const Trace& trace);
+
+// How deep a trace is and how much of it is sub-agent traffic (root turns + branch turns), for
+// every replay report header: the numbers that decide whether a KV budget thrashes.
+struct TraceDepth {
+  int64_t n_sessions = 0;
+  int64_t n_requests = 0;  // root turns + branch turns
+  int64_t n_root_turns = 0;
+  double subagent_share = 0;       // branch turns / requests
+  double median_input_tokens = 0;  // all requests
+  double p90_input_tokens = 0;
+  double median_root_context_tokens = 0;  // root turns: input + output
+  double root_over_256k = 0;              // share of root turns whose input + output exceeds 256k tokens
+  double median_output_tokens = 0;        // all requests
+  double median_root_turns = 0;           // per session
+};
+TraceDepth trace_depth(const Trace& trace);
+std::string depth_line(const TraceDepth& d);  // one line for report headers
 
 }  // namespace ds

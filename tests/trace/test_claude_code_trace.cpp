@@ -78,6 +78,52 @@ TEST(ClaudeCodeTrace, SubagentsAsSessions) {
   EXPECT_EQ(t.sessions[1].turns[0].hash_ids[0], namespaced_block_id(name_namespace("s1"), 9));
 }
 
+// AgentX replays sub-agents as branches: spawned when the previous root turn finishes (offset =
+// sub-agent start - that turn's end), joined by the next root turn.
+TEST(ClaudeCodeTrace, SubagentsAsBranches) {
+  TraceOptions opt;
+  opt.subagents = SubagentMode::Branches;
+  Trace t = parse(small_session(), opt);
+  ASSERT_EQ(t.sessions.size(), 1u);
+  const TraceSession& s = t.sessions[0];
+  ASSERT_EQ(s.turns.size(), 2u);
+  ASSERT_EQ(s.branches.size(), 1u);
+  const TraceBranch& b = s.branches[0];
+  EXPECT_EQ(b.spawn_after, 0);
+  EXPECT_EQ(b.join_before, 1);
+  EXPECT_DOUBLE_EQ(b.start_offset_s, 18.0);  // starts at 50 - 30 = 20 s; turn 0 ended at 2 s
+  ASSERT_EQ(b.turns.size(), 2u);
+  EXPECT_DOUBLE_EQ(b.turns[0].think_time_s, 0.0);
+  EXPECT_DOUBLE_EQ(b.turns[1].think_time_s, 3.0);
+  EXPECT_EQ(b.turns[1].n_input_tokens, 128);
+  EXPECT_DOUBLE_EQ(s.turns[1].think_time_s, 10.0);  // waited for the sub-agent (ended at 50 s)
+}
+
+// A null duration_ms (some of the 710 public sessions) falls back to the children's api + think.
+TEST(ClaudeCodeTrace, NullSubagentDurationUsesItsRequests) {
+  std::string text = small_session();
+  text.replace(text.find("\"duration_ms\":30000"), 19, "\"duration_ms\":null");
+  TraceOptions opt;
+  opt.subagents = SubagentMode::Branches;
+  Trace t = parse(text, opt);
+  ASSERT_EQ(t.sessions[0].branches.size(), 1u);
+  EXPECT_DOUBLE_EQ(t.sessions[0].branches[0].start_offset_s, 43.0);  // 50 - (1 + 1 + 3) - 2
+}
+
+// A sub-agent before any root turn has nothing to spawn it: dropped, as AIPerf drops it.
+TEST(ClaudeCodeTrace, LeadingSubagentIsDroppedAsBranch) {
+  const std::string text = R"({"id":"s2","block_size":64,"requests":[
+ {"t":10.0,"type":"subagent","agent_id":"a","duration_ms":5000,"requests":[
+   {"t":0.0,"type":"n","in":64,"out":3,"hash_ids":[9],"api_time":1.0,"think_time":0.0}]},
+ {"t":12.0,"type":"n","in":64,"out":5,"hash_ids":[1],"api_time":1.0,"think_time":0.0}]})";
+  TraceOptions opt;
+  opt.subagents = SubagentMode::Branches;
+  Trace t = parse(text, opt);
+  ASSERT_EQ(t.sessions.size(), 1u);
+  EXPECT_EQ(t.sessions[0].turns.size(), 1u);
+  EXPECT_TRUE(t.sessions[0].branches.empty());
+}
+
 TEST(ClaudeCodeTrace, LocalIdsOfDifferentSessionsDoNotShare) {
   Trace t;
   parse_claude_code_session(small_session("a"), "a.json", {}, true, t);
