@@ -14,15 +14,16 @@ template <class Op>
 void kda_gate_map(const float* f, int64_t T, int H, int K, const float* a_log, const float* dt_bias, float* g,
                   Op op) {
   const int64_t P = int64_t(H) * K;
-  for (int h = 0; h < H; ++h) {
-    const float a = std::exp(a_log[h]);
-    for (int64_t t = 0; t < T; ++t) {
+  // Prefill rows are independent (a scalar log1p/exp per element): split them over threads.
+#pragma omp parallel for schedule(static) if (T * P >= (int64_t(1) << 16))
+  for (int64_t t = 0; t < T; ++t)
+    for (int h = 0; h < H; ++h) {
+      const float a = std::exp(a_log[h]);
       for (int j = 0; j < K; ++j) {
         const int64_t c = int64_t(h) * K + j;
         g[t * P + c] = op(a, f[t * P + c] + dt_bias[c]);
       }
     }
-  }
 }
 }  // namespace
 
