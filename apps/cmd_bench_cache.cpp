@@ -128,6 +128,10 @@ void run_bench_cache(const BenchCacheOptions& o) {
   DS_CHECK(o.page_tokens > 0 && o.pages_per_session > 0 && o.n_pages >= o.pages_per_session,
            "bench cache: need --pages >= --pages-per-session > 0 and --page-tokens > 0 (got {}, {}, {})",
            o.n_pages, o.pages_per_session, o.page_tokens);
+  if (o.n_checkpoints < 0) fail("--checkpoints must be >= 0, got {}", o.n_checkpoints);
+  if (o.n_matches < 1) fail("--matches must be >= 1, got {}", o.n_matches);
+  if (o.n_evict_sessions < 1) fail("--evict-sessions must be >= 1, got {}", o.n_evict_sessions);
+  if (o.n_pages > (int64_t{1} << 26)) fail("--pages must be <= 2^26 (bounded memory), got {}", o.n_pages);
   std::printf(
       "prefix cache bookkeeping (rates per CPU second): %lld pages of %lld tokens, ~%lld checkpoints, "
       "sessions of %lld pages\n",

@@ -2,10 +2,12 @@
 // decode steps with the cache) written to a safetensors file; the cross-implementation check.
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <string>
 
 #include "commands.h"
 #include "core/check.h"
+#include "core/file_io.h"
 #include "runner/logits_job.h"
 
 namespace ds::cli {
@@ -22,12 +24,31 @@ std::vector<int32_t> prompt_tokens(const std::string& tokens, const std::string&
   return tokens_file.empty() ? parse_token_list(tokens, "--tokens") : read_token_file(tokens_file);
 }
 
+// Refuses an --out that is one of the files this command reads: the token file, or any file of the
+// model folder (config.json, the safetensors shards and their index).
+void check_out_is_not_an_input(const LogitsArgs& a) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> inputs;
+  if (!a.tokens_file.empty()) inputs.push_back(a.tokens_file);
+  std::error_code ec;
+  if (fs::is_directory(a.model, ec)) {
+    for (const auto& e : fs::directory_iterator(a.model, ec)) inputs.push_back(e.path().string());
+  } else {
+    inputs.push_back(a.model);
+  }
+  for (const std::string& in : inputs)
+    if (same_file(a.out, in))
+      fail("--out {} is one of the inputs ({}); write the logits elsewhere", a.out, in);
+}
+
 void run_logits(const LogitsArgs& a) {
   DS_CHECK(a.decode >= 0, "--decode must be >= 0, got {}", a.decode);
+  check_out_is_not_an_input(a);
+  AtomicFile out(a.out);  // a bad output location fails here, before the model is loaded
   const std::vector<int32_t> ids = prompt_tokens(a.tokens, a.tokens_file);
   const auto runner = ModelRunner::load(a.model);
   const LogitsJobResult r = run_logits_job(*runner, ids, a.decode);
-  write_logits_job(a.out, r);
+  write_logits_job(out, r);
   fmt::print("wrote {}: logits [{}, {}]{}\n", a.out, ids.size(), r.vocab,
              a.decode > 0
                  ? fmt::format(", decode_tokens [{}], decode_logits [{}, {}]", a.decode, a.decode, r.vocab)

@@ -1,4 +1,4 @@
-// `deltaserve plan`: memory plan of a model on a node (see src/exec/planner.h for the rule).
+// `deltaserve plan`: memory plan of a model on a node (see src/plan/planner.h for the rule).
 #include <fmt/format.h>
 
 #include <memory>
@@ -17,21 +17,28 @@ struct PlanArgs {
   std::string model = "kimi-k3";
   std::string hardware = "b300";
   int gpus = 8;
-  int tp = 0;  // 0 = one TP group over all --gpus
+  int tp = 0;  // set by --tp; without it one TP group over all --gpus
   std::string kv_dtype = "fp8";
   double gpu_memory_utilization = 0.90;
   int64_t max_batched_tokens = 8192;
   bool json = false;
 };
 
-void run_plan(const PlanArgs& a) {
+void run_plan(const PlanArgs& a, bool tp_given) {
+  if (a.gpus < 1) fail("--gpus must be >= 1, got {}", a.gpus);
+  if (tp_given && a.tp < 1) fail("--tp must be >= 1, got {}", a.tp);
+  const int tp = tp_given ? a.tp : a.gpus;
+  if (a.gpus % tp != 0) fail("--gpus {} is not a multiple of --tp {}", a.gpus, tp);
+  if (!(a.gpu_memory_utilization > 0 && a.gpu_memory_utilization <= 1))
+    fail("--gpu-memory-utilization must be in (0, 1], got {}", a.gpu_memory_utilization);
+  if (a.max_batched_tokens < 1) fail("--max-batched-tokens must be >= 1, got {}", a.max_batched_tokens);
   if (a.kv_dtype != "fp8" && a.kv_dtype != "bf16")
     fail("--kv-dtype must be fp8 or bf16, got \"{}\"", a.kv_dtype);
   const ModelProfile model = ModelProfile::load(a.model);
   const HardwareProfile hw = HardwareProfile::load(a.hardware);
   PlanOptions opt;
   opt.gpus = a.gpus;
-  opt.tp = a.tp > 0 ? a.tp : a.gpus;
+  opt.tp = tp;
   opt.kv_dtype_bytes = a.kv_dtype == "fp8" ? 1 : 2;
   opt.gpu_memory_utilization = a.gpu_memory_utilization;
   opt.max_batched_tokens = a.max_batched_tokens;
@@ -60,7 +67,8 @@ void register_plan(CLI::App& app) {
                   "Tokens per step: sizes the activation reserve and prefill chunks")
       ->capture_default_str();
   cmd->add_flag("--json", args->json, "Print the plan as one JSON document");
-  cmd->callback([args] { run_plan(*args); });
+  auto* tp = cmd->get_option("--tp");
+  cmd->callback([args, tp] { run_plan(*args, tp->count() > 0); });
 }
 
 }  // namespace ds::cli

@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <cmath>
+#include <optional>
 #include <sstream>
 
 #include "commands.h"
@@ -111,6 +113,18 @@ void apply_preset(ReplayFlags& f, const CLI::App& cmd) {
   if (!f.json) fmt::print("preset {}: {}\n", p.name, p.description);
 }
 
+// Flag checks with the flags' names, before any work (the library re-checks its own config).
+void check_flags(const ReplayFlags& f) {
+  if (f.setup.gpus < 1) fail("--gpus must be >= 1, got {}", f.setup.gpus);
+  if (f.setup.dcp < 1 || f.setup.gpus % f.setup.dcp != 0)
+    fail("--dcp {} must be >= 1 and divide --gpus {}", f.setup.dcp, f.setup.gpus);
+  if (!std::isfinite(f.setup.duration_s) || f.setup.duration_s <= 0 ||
+      f.setup.duration_s > kMaxReplayDurationS)
+    fail("--duration must be finite, > 0 and <= {} s, got {}", kMaxReplayDurationS, f.setup.duration_s);
+  if (f.setup.kv_budget_tokens < 0) fail("--kv-budget-tokens must be >= 0, got {}", f.setup.kv_budget_tokens);
+  if (f.setup.max_step_tokens < 1) fail("--step-tokens must be >= 1, got {}", f.setup.max_step_tokens);
+}
+
 void run(ReplayFlags& f, const CLI::App& cmd) {
   auto t0 = std::chrono::steady_clock::now();
   std::vector<CacheVariant> preset_variants;
@@ -118,6 +132,7 @@ void run(ReplayFlags& f, const CLI::App& cmd) {
     apply_preset(f, cmd);
     preset_variants = f.setup.variants;
   }
+  check_flags(f);
   f.setup.concurrency = parse_concurrency(f.concurrency);
   if (!f.endpoint.endpoint.empty())
     return run_endpoint_replay_cli(cmd, f.endpoint, f.setup, f.trace, f.skip_bad, f.setup.concurrency, f.json,
@@ -136,11 +151,21 @@ void run(ReplayFlags& f, const CLI::App& cmd) {
     f.setup.routed_expert_bits = f.expert_format == "mxfp4" ? 4.25 : f.expert_format == "nvfp4" ? 4.5 : 16;
   }
   DS_CHECK(f.threads >= 1 && f.threads <= 256, "--threads must be in [1, 256], got {}", f.threads);
+  // The report files are opened before any work, so a bad --out fails now, not after the sweep.
+  std::optional<ReportFiles> reports;
+  if (!f.json || !f.out.empty()) reports.emplace(f.out.empty() ? "replay-out" : f.out);
   TraceOptions topt;
   topt.skip_bad = f.skip_bad;
   if (f.setup.harness == "agentx") topt.subagents = SubagentMode::Branches;  // sub-agents run in parallel
   Trace trace = load_trace(f.trace, topt);
-  if (!trace.closed_loop) f.setup.concurrency = {1};  // open loop: arrivals set the load
+  if (!trace.closed_loop) {  // open loop: arrivals set the load
+    if (cmd.count("--concurrency") > 0)
+      fail(
+          "--concurrency does not apply to {}: it is an open-loop trace (requests arrive at their "
+          "timestamps)",
+          trace.source);
+    f.setup.concurrency = {1};
+  }
   if (f.setup.harness.empty()) f.setup.harness = trace.fixed_length ? "bench" : "default";
   PreparedSweep sweep = prepare_sweep(f.setup);
   if (!f.json) {
@@ -162,14 +187,13 @@ void run(ReplayFlags& f, const CLI::App& cmd) {
     });
   }
   double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  // Files first: a closed stdout (`| head`) must not lose them.
+  const std::vector<std::string> files = reports ? reports->write(runs) : std::vector<std::string>{};
   if (f.json) {
     fmt::print("{}", runs_json(runs));
-    if (!f.out.empty()) write_reports(runs, f.out);
     return;
   }
   fmt::print("\n{}\n{}", runs_side_by_side(runs), runs_table(runs));
-  std::string out = f.out.empty() ? "replay-out" : f.out;
-  auto files = write_reports(runs, out);
   fmt::print("\nwrote");
   for (const auto& p : files) fmt::print(" {}", p);
   fmt::print("\n{} runs in {:.1f} s wall ({} threads)\n", runs.size(), wall_s, f.threads);
@@ -258,6 +282,8 @@ void register_replay(CLI::App& app) {
   cmd->add_option("--kv-budget-tokens", flags->setup.kv_budget_tokens,
                   "device cache budget in MLA-KV tokens (overrides the planner)");
   cmd->add_option("--seed", flags->setup.seed, "seed (session order, lane starts, fake tokens)")
+      ->check(
+          [](const std::string& v) { return v.starts_with("-") ? "must be >= 0, got " + v : std::string(); })
       ->capture_default_str();
   cmd->add_option("--duration", flags->setup.duration_s, "virtual seconds per run")->capture_default_str();
   cmd->add_option("--step-tokens", flags->setup.max_step_tokens, "scheduler token budget per step")

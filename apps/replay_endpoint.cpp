@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <optional>
+
 #include "core/check.h"
 #include "replay/endpoint_replay.h"
 #include "replay/progress_bar.h"
@@ -30,6 +32,9 @@ void run_endpoint_replay_cli(const CLI::App& cmd, const EndpointFlags& f, const 
            "--vocab-size must be in [0, 2^31), got {}", f.vocab_size);
   DS_CHECK(f.max_output_tokens >= 0, "--max-output-tokens must be >= 0, got {}", f.max_output_tokens);
   DS_CHECK(f.request_timeout_s > 0, "--request-timeout must be > 0, got {}", f.request_timeout_s);
+  // The report files are opened before any work, so a bad --out fails now, not after the run.
+  std::optional<ReportFiles> reports;
+  if (!json || !out_dir.empty()) reports.emplace(out_dir.empty() ? "replay-out" : out_dir);
   EndpointConfig ep;
   ep.url = f.endpoint;
   ep.text_prompts = f.text_prompts;
@@ -40,6 +45,9 @@ void run_endpoint_replay_cli(const CLI::App& cmd, const EndpointFlags& f, const 
   topt.skip_bad = skip_bad;
   const Trace trace = load_trace(trace_spec, topt);
   const int64_t vocab = f.vocab_size > 0 ? f.vocab_size : card.vocab_size > 0 ? card.vocab_size : 32000;
+  if (!trace.closed_loop && cmd.count("--concurrency") > 0)
+    fail("--concurrency does not apply to {}: it is an open-loop trace (requests arrive at their timestamps)",
+         trace.source);
   std::vector<int> concs = trace.closed_loop ? concurrency : std::vector<int>{1};
   if (!json)
     fmt::print("trace {} ({} sessions) | endpoint {} model {} | {} prompts, ids mod {}\n", trace.source,
@@ -61,16 +69,16 @@ void run_endpoint_replay_cli(const CLI::App& cmd, const EndpointFlags& f, const 
       bar.advance(fmt::format("c={} errors={}", concs[i], runs.back().n_errors));
     }
   }
+  // Files first: a closed stdout (`| head`) must not lose them.
+  const std::vector<std::string> files = reports ? reports->write(runs) : std::vector<std::string>{};
   if (json) {
     fmt::print("{}", runs_json(runs));
-    if (!out_dir.empty()) write_reports(runs, out_dir);
     return;
   }
   fmt::print("\n{}", runs_table(runs));
   for (const auto& r : runs)
     if (r.n_errors > 0)
       fmt::print("c={}: {} failed requests, first: {}\n", r.concurrency, r.n_errors, r.first_error);
-  auto files = write_reports(runs, out_dir.empty() ? "replay-out" : out_dir);
   fmt::print("wrote");
   for (const auto& p : files) fmt::print(" {}", p);
   fmt::print("\n");

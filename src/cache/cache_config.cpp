@@ -27,7 +27,7 @@ void CacheConfig::validate() const {
   for (size_t i = 0; i < tiers.size(); ++i) {
     const CacheTier& t = tiers[i];
     DS_CHECK(!t.name.empty(), "cache config: tiers[{}].name is empty", i);
-    DS_CHECK(t.capacity_bytes >= 0 && t.capacity_bytes <= (int64_t{1} << 60),
+    DS_CHECK(t.capacity_bytes >= 0 && t.capacity_bytes <= kMaxTierBytes,
              "cache config: tiers[{}] ({}) capacity_bytes must be in [0, 2^60], got {}", i, t.name,
              t.capacity_bytes);
     DS_CHECK(std::isfinite(t.read_bw_bytes_per_s) && t.read_bw_bytes_per_s >= 0,

@@ -18,6 +18,8 @@ struct CacheModelSizes {
   double attn_flops_per_token_ctx = 0;  // extra prefill FLOPs per token per context token (>= 0)
 };
 
+inline constexpr int64_t kMaxTierBytes = int64_t{1} << 60;  // capacity limit of one tier
+
 // One memory tier. Tier 0 is the device; tier 1 (optional) is host DRAM. Bandwidths are the
 // tier's link to the device (bytes/s), used to report load time on a lower-tier hit.
 struct CacheTier {

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/check.h"
+#include "core/file_io.h"
 
 namespace ds {
 
@@ -287,22 +288,26 @@ ModelConfig ModelConfig::from_json(const nlohmann::json& j, const std::string& s
     parse_text(j, source_name, c);
   }
   c.quant = parse_quantization(j, source_name);
-  c.validate();
+  try {
+    c.validate();
+  } catch (const Error& e) {
+    fail("{}: {}", source_name, e.what());  // name the file too
+  }
   return c;
 }
 
 ModelConfig ModelConfig::load(const std::string& path) {
   namespace fs = std::filesystem;
   std::error_code ec;
+  if (!fs::exists(fs::symlink_status(path, ec))) fail("model {} does not exist", path);
   const std::string file = fs::is_directory(path, ec) ? (fs::path(path) / "config.json").string() : path;
-  std::ifstream in(file, std::ios::binary);
-  if (!in) fail("cannot open model config {}", file);
-  std::stringstream ss;
-  ss << in.rdbuf();
+  const std::string text = read_file_capped(file, kMaxConfigFileBytes, "model config");
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(ss.str());
+    j = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
+    if (!file.ends_with(".json"))
+      fail("{} is not a JSON model config; expected a config.json or a checkpoint folder", file);
     fail("{}: invalid JSON: {}", file, e.what());
   }
   return from_json(j, file);
@@ -346,6 +351,7 @@ void ModelConfig::validate() const {
       fail("config: `qk_rope_head_dim` must be >= 0, got {}", mla.qk_rope_head_dim);
     if (mla.q_lora_rank < 0) fail("config: `q_lora_rank` must be >= 0 or null, got {}", mla.q_lora_rank);
   }
+  if (moe.n_expert < 0) fail("config: `num_experts` must be >= 0 (0: no MoE layers), got {}", moe.n_expert);
   if (moe.first_k_dense < 0 || moe.first_k_dense > n_layer)
     fail("config: `first_k_dense_replace` is {}, outside 0..{}", moe.first_k_dense, n_layer);
   positive(moe.layer_freq, "moe_layer_freq");

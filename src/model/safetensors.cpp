@@ -16,6 +16,7 @@
 #include <tuple>
 
 #include "core/check.h"
+#include "core/file_io.h"
 
 namespace ds {
 
@@ -41,7 +42,13 @@ struct Fd {
 // opened or stat'ed, is not a regular file, or is too short for the 8-byte header length.
 size_t open_safetensors_file(const std::string& path, Fd& f) {
   f.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (f.fd < 0) fail("cannot open {}: {}", path, std::strerror(errno));
+  if (f.fd < 0) {
+    const int err = errno;
+    std::error_code ec;
+    if (std::filesystem::is_symlink(path, ec) && !std::filesystem::exists(path, ec))
+      fail("{} is a dangling symbolic link (to {})", path, std::filesystem::read_symlink(path, ec).string());
+    fail("cannot open {}: {}", path, std::strerror(err));
+  }
   struct stat st {};
   if (::fstat(f.fd, &st) != 0) fail("cannot stat {}: {}", path, std::strerror(errno));
   if (!S_ISREG(st.st_mode)) fail("{} is not a regular file", path);
@@ -128,13 +135,10 @@ namespace {
 
 // Shard file names listed by model.safetensors.index.json, each checked to be a plain file name.
 std::map<std::string, std::vector<std::string>> read_index(const std::string& index_path) {
-  std::ifstream in(index_path, std::ios::binary);
-  if (!in) fail("cannot open {}", index_path);
-  std::stringstream ss;
-  ss << in.rdbuf();
+  const std::string text = read_file_capped(index_path, kMaxConfigFileBytes, "safetensors index");
   json j;
   try {
-    j = json::parse(ss.str());
+    j = json::parse(text);
   } catch (const json::exception& e) {
     fail("{}: invalid JSON: {}", index_path, e.what());
   }
@@ -164,10 +168,12 @@ WeightFiles WeightFiles::open(const std::string& dir, const std::string& prefix,
   };
   WeightFiles ck;
   std::error_code ec;
+  // exists(symlink_status): a dangling link is found here and reported by the open that follows.
+  auto present = [&](const fs::path& p) { return fs::exists(fs::symlink_status(p, ec)); };
   if (!fs::is_directory(dir, ec)) {
-    if (!fs::is_regular_file(dir, ec)) fail("checkpoint {} does not exist", dir);
+    if (!present(dir)) fail("checkpoint {} does not exist", dir);
     ck.files_.push_back(open_file(dir));
-  } else if (const fs::path index = fs::path(dir) / "model.safetensors.index.json"; fs::exists(index, ec)) {
+  } else if (const fs::path index = fs::path(dir) / "model.safetensors.index.json"; present(index)) {
     for (const auto& [file, names] : read_index(index.string())) {
       auto f = open_file((fs::path(dir) / file).string());
       for (const std::string& n : names) {
@@ -176,7 +182,7 @@ WeightFiles WeightFiles::open(const std::string& dir, const std::string& prefix,
       }
       ck.files_.push_back(std::move(f));
     }
-  } else if (const fs::path single = fs::path(dir) / "model.safetensors"; fs::exists(single, ec)) {
+  } else if (const fs::path single = fs::path(dir) / "model.safetensors"; present(single)) {
     ck.files_.push_back(open_file(single.string()));
   } else {
     fail("checkpoint folder {} has neither model.safetensors nor model.safetensors.index.json", dir);
@@ -265,7 +271,8 @@ std::vector<float> tensor_to_f32(const TensorRef& t) {
   return out;
 }
 
-void write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors) {
+void write_safetensors(AtomicFile& out, const std::vector<TensorToWrite>& tensors) {
+  const std::string& path = out.path();
   json header = json::object();
   uint64_t offset = 0;
   for (const TensorToWrite& t : tensors) {
@@ -283,20 +290,21 @@ void write_safetensors(const std::string& path, const std::vector<TensorToWrite>
   }
   std::string text = header.dump();
   text.append((8 - (text.size() % 8)) % 8, ' ');  // data area starts 8-byte aligned
-  std::FILE* f = std::fopen(path.c_str(), "wb");
-  if (!f) fail("cannot create {}: {}", path, std::strerror(errno));
   uint8_t len[8];
   for (int i = 0; i < 8; ++i) len[i] = uint8_t(uint64_t(text.size()) >> (8 * i));
-  bool ok = std::fwrite(len, 1, 8, f) == 8 && std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  out.write(len, 8);
+  out.write(text);
   for (const TensorToWrite& t : tensors) {
-    if (!ok) break;
     int64_t numel = 1;
     for (int64_t d : t.shape) numel *= d;
-    const size_t bytes = size_t(numel) * dtype_size(t.dtype);
-    ok = bytes == 0 || std::fwrite(t.data, 1, bytes, f) == bytes;
+    out.write(t.data, size_t(numel) * dtype_size(t.dtype));
   }
-  ok = (std::fclose(f) == 0) && ok;
-  if (!ok) fail("write_safetensors: failed writing {}", path);
+  out.commit();
+}
+
+void write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors) {
+  AtomicFile out(path);
+  write_safetensors(out, tensors);
 }
 
 }  // namespace ds

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "core/file_io.h"
 
 namespace ds {
 
@@ -104,7 +105,8 @@ void tensor_to_f32(const TensorRef& t, std::span<float> out);
 std::vector<float> tensor_to_f32(const TensorRef& t);
 
 // Writes tensors (F32 / I32 for `deltaserve logits`; any DType is accepted) to a safetensors file,
-// data in the given order, header padded to 8 bytes; throws ds::Error on I/O failure.
+// data in the given order, header padded to 8 bytes. Atomic (core/file_io.h): the target is
+// replaced only by a complete file; throws ds::Error naming the path and errno on I/O failure.
 struct TensorToWrite {
   std::string name;
   DType dtype;  // F32 or I32
@@ -112,5 +114,7 @@ struct TensorToWrite {
   const void* data;
 };
 void write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors);
+// The same into an AtomicFile opened earlier (before the work that produces the tensors); commits it.
+void write_safetensors(AtomicFile& out, const std::vector<TensorToWrite>& tensors);
 
 }  // namespace ds

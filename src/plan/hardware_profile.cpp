@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/check.h"
+#include "core/file_io.h"
 
 namespace ds {
 
@@ -73,15 +74,12 @@ std::vector<fs::path> data_dirs() {
 }  // namespace
 
 json read_json_file(const std::string& path) {
-  std::error_code ec;
-  if (fs::is_directory(path, ec)) fail("{} is a folder, expected a JSON file", path);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("cannot open {}", path);
-  std::stringstream ss;
-  ss << in.rdbuf();
+  const std::string text = read_file_capped(path, kMaxConfigFileBytes, "JSON file");
   try {
-    return json::parse(ss.str());
+    return json::parse(text);
   } catch (const json::exception& e) {
+    if (!path.ends_with(".json"))
+      fail("{} is not a JSON file (a profile name, a .json file or a folder with config.json)", path);
     fail("{}: invalid JSON: {}", path, e.what());
   }
 }

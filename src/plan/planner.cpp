@@ -16,10 +16,13 @@ namespace {
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 void check_options(const ModelProfile& model, const PlanOptions& opt) {
-  DS_CHECK(opt.tp >= 1, "--tp must be >= 1, got {}", opt.tp);
-  DS_CHECK(opt.gpus >= 1, "--gpus must be >= 1, got {}", opt.gpus);
-  DS_CHECK(opt.gpus % opt.tp == 0, "--gpus {} is not a multiple of --tp {}", opt.gpus, opt.tp);
-  DS_CHECK(opt.dcp >= 1 && opt.tp % opt.dcp == 0, "--dcp {} must divide --tp {}", opt.dcp, opt.tp);
+  DS_CHECK(opt.gpus >= 1, "plan: the GPU count must be >= 1, got {}", opt.gpus);
+  DS_CHECK(opt.tp >= 1, "plan: the tensor-parallel size must be >= 1, got {}", opt.tp);
+  DS_CHECK(opt.gpus % opt.tp == 0, "plan: {} GPUs are not a multiple of the tensor-parallel size {}",
+           opt.gpus, opt.tp);
+  DS_CHECK(opt.dcp >= 1 && opt.tp % opt.dcp == 0,
+           "plan: the decode-context-parallel size {} must divide the tensor-parallel size {}", opt.dcp,
+           opt.tp);
   DS_CHECK(opt.kv_dtype_bytes == 1 || opt.kv_dtype_bytes == 2, "KV dtype must be fp8 or bf16, got {} bytes",
            opt.kv_dtype_bytes);
   DS_CHECK(opt.gpu_memory_utilization > 0 && opt.gpu_memory_utilization <= 1,
@@ -27,11 +30,13 @@ void check_options(const ModelProfile& model, const PlanOptions& opt) {
   DS_CHECK(opt.max_batched_tokens >= 1, "max batched tokens must be >= 1, got {}", opt.max_batched_tokens);
   const ModelConfig& c = model.config;
   if (c.n_kda_layers() > 0)
-    DS_CHECK(c.kda.n_head % opt.tp == 0, "--tp {} does not divide the {} KDA heads of {}", opt.tp,
-             c.kda.n_head, model.name);
+    DS_CHECK(c.kda.n_head % opt.tp == 0,
+             "plan: tensor-parallel size {} does not divide the {} KDA heads of {}", opt.tp, c.kda.n_head,
+             model.name);
   if (c.n_mla_layers() > 0)
-    DS_CHECK(c.mla.n_head % opt.tp == 0, "--tp {} does not divide the {} MLA heads of {}", opt.tp,
-             c.mla.n_head, model.name);
+    DS_CHECK(c.mla.n_head % opt.tp == 0,
+             "plan: tensor-parallel size {} does not divide the {} MLA heads of {}", opt.tp, c.mla.n_head,
+             model.name);
 }
 
 }  // namespace

@@ -89,8 +89,12 @@ CacheConfig make_cache_config(const ReplaySetup& setup, const CacheVariant& vari
       variant.cache_model == "deltaserve" || variant.cache_model == "vllm" || variant.cache_model == "sglang",
       "replay: unknown cache model '{}' (deltaserve, vllm, sglang)", variant.cache_model);
   if (variant.cache_model == "vllm") configure_vllm(c, setup, variant, model, plan);
-  int64_t device_bytes = setup.kv_budget_tokens > 0 ? setup.kv_budget_tokens * plan.kv_bytes_per_token
-                                                    : static_cast<int64_t>(plan.cache_bytes);
+  int64_t device_bytes = static_cast<int64_t>(plan.cache_bytes);
+  if (setup.kv_budget_tokens > 0 &&
+      (__builtin_mul_overflow(setup.kv_budget_tokens, plan.kv_bytes_per_token, &device_bytes) ||
+       device_bytes > kMaxTierBytes))
+    fail("replay: a KV budget of {} tokens x {} bytes per token exceeds the cache's {}-byte tier limit",
+         setup.kv_budget_tokens, plan.kv_bytes_per_token, kMaxTierBytes);
   if (c.cache_model == "vllm") device_bytes = c.vllm.num_blocks * c.vllm.block_bytes;
   if (variant.cache_model == "sglang") {
     DS_CHECK(variant.tiers.size() == 1, "replay: --cache-model sglang has no host tier (tiers {})",
@@ -123,13 +127,17 @@ PreparedSweep prepare_sweep(const ReplaySetup& setup) {
 }
 
 PreparedSweep prepare_sweep(const ReplaySetup& setup, const HardwareProfile& hardware) {
-  DS_CHECK(setup.gpus >= 1, "replay: --gpus must be >= 1, got {}", setup.gpus);
+  DS_CHECK(setup.gpus >= 1, "replay: the GPU count must be >= 1, got {}", setup.gpus);
   DS_CHECK(!setup.concurrency.empty(), "replay: empty concurrency list");
-  DS_CHECK(setup.duration_s > 0, "replay: --duration must be > 0 s, got {}", setup.duration_s);
-  DS_CHECK(setup.kv_budget_tokens >= 0, "replay: --kv-budget-tokens must be >= 0, got {}",
+  DS_CHECK(std::isfinite(setup.duration_s) && setup.duration_s > 0 && setup.duration_s <= kMaxReplayDurationS,
+           "replay: the duration must be finite, > 0 and <= {} s, got {}", kMaxReplayDurationS,
+           setup.duration_s);
+  DS_CHECK(setup.kv_budget_tokens >= 0, "replay: the KV budget must be >= 0 tokens, got {}",
            setup.kv_budget_tokens);
-  DS_CHECK(setup.dcp >= 1 && setup.gpus % setup.dcp == 0, "replay: --dcp {} must divide --gpus {}", setup.dcp,
-           setup.gpus);
+  DS_CHECK(setup.dcp >= 1 && setup.gpus % setup.dcp == 0,
+           "replay: the decode-context-parallel size {} must divide the GPU count {}", setup.dcp, setup.gpus);
+  DS_CHECK(setup.max_step_tokens >= 1, "replay: the step token budget must be >= 1, got {}",
+           setup.max_step_tokens);
   DS_CHECK(setup.harness.empty() || setup.harness == "default" || setup.harness == "bench" ||
                setup.harness == "agentx",
            "replay: unknown harness '{}' (default, bench, agentx)", setup.harness);
@@ -146,8 +154,8 @@ PreparedSweep prepare_sweep(const ReplaySetup& setup, const HardwareProfile& har
   po.max_batched_tokens = setup.max_step_tokens;
   sw.plan = make_plan(sw.model, sw.hardware, po);
   DS_CHECK(sw.plan.fits || setup.kv_budget_tokens > 0,
-           "replay: model '{}' does not fit on {} x {} (no KV budget left); try more --gpus", setup.model,
-           setup.gpus, setup.hardware);
+           "replay: model '{}' does not fit on {} x {} (no KV budget left); more GPUs are needed",
+           setup.model, setup.gpus, setup.hardware);
   CostOptions co;
   co.tp = setup.gpus;
   co.dcp = setup.dcp;

@@ -30,6 +30,8 @@ struct CacheVariant {
   std::string cache_model = "deltaserve";
 };
 
+inline constexpr double kMaxReplayDurationS = 1e6;  // ~11.6 virtual days: a bound on a run's work
+
 struct ReplaySetup {
   std::string model = "kimi-k3";  // profile name or config.json path
   std::string hardware = "b300";  // profile name or JSON path

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -30,9 +29,27 @@ namespace {
   X(checkpoints_created) X(checkpoints_dropped) X(n_errors) X(first_error)
 // clang-format on
 
+// The fields that are measurements over the measured requests: without any (every request rejected,
+// still waiting, or warm-up), they are written as null / empty, never as a zero that reads as a result.
+bool is_measurement(std::string_view field) {
+  static const std::set<std::string_view> kFields = {
+      "theoretical_hit_rate", "realized_hit_rate",    "kv_reachable_rate",  "ttft_p50_s",
+      "ttft_p90_s",           "ttft_p99_s",           "tpot_p50_s",         "interactivity_tok_s",
+      "output_tok_s_total",   "output_tok_s_per_gpu", "total_tok_s_per_gpu"};
+  return kFields.count(field) > 0;
+}
+
+bool measured(const RunMetrics& r) {
+  return r.n_requests > 0;
+}
+
 nlohmann::ordered_json run_json(const RunMetrics& r) {
   nlohmann::ordered_json j;
-#define DS_JSON_FIELD(f) j[#f] = r.f;
+#define DS_JSON_FIELD(f)                  \
+  if (!measured(r) && is_measurement(#f)) \
+    j[#f] = nullptr;                      \
+  else                                    \
+    j[#f] = r.f;
   DS_RUN_METRICS_SCALARS(DS_JSON_FIELD)
 #undef DS_JSON_FIELD
   j["hit_rate_by_tier"] = nlohmann::ordered_json::object();
@@ -73,12 +90,7 @@ std::vector<std::string> labels_in_order(const std::vector<RunMetrics>& runs) {
   return labels;
 }
 
-void write_file(const std::filesystem::path& path, const std::string& text) {
-  std::ofstream f(path, std::ios::binary);
-  DS_CHECK(f.good(), "cannot open '{}' for writing", path.string());
-  f << text;
-  DS_CHECK(f.good(), "cannot write '{}'", path.string());
-}
+constexpr const char* kReportFileNames[] = {"replay.json", "replay.csv", "hit_rate.svg", "throughput.svg"};
 
 }  // namespace
 
@@ -104,12 +116,14 @@ std::string runs_csv(const std::vector<RunMetrics>& runs) {
   out += "\n";
   for (const auto& r : runs) {
     std::string line;
-#define DS_CSV_VALUE(f) line += (line.empty() ? "" : ",") + csv_cell(r.f);
+#define DS_CSV_VALUE(f) \
+  line += (line.empty() ? "" : ",") + (!measured(r) && is_measurement(#f) ? std::string() : csv_cell(r.f));
     DS_RUN_METRICS_SCALARS(DS_CSV_VALUE)
 #undef DS_CSV_VALUE
     for (const auto& t : tiers) {
       auto it = r.hit_rate_by_tier.find(t);
-      line += "," + csv_cell(it == r.hit_rate_by_tier.end() ? 0.0 : it->second);
+      line +=
+          "," + (measured(r) ? csv_cell(it == r.hit_rate_by_tier.end() ? 0.0 : it->second) : std::string());
     }
     for (const auto& k : kinds) {
       auto it = r.peak_bytes_by_kind.find(k);
@@ -123,25 +137,35 @@ std::string runs_csv(const std::vector<RunMetrics>& runs) {
 std::string runs_table(const std::vector<RunMetrics>& runs) {
   // Units in the header: % of prompt tokens, seconds, tokens per second (node = all GPUs together).
   std::string out = fmt::format(
-      "{:<16} {:>4} {:>6} {:>6} {:>6} {:>6} {:>6} {:>8} {:>8} {:>8} {:>5} {:>8} {:>9} {:>8} {:>8} {:>7} "
-      "{:>6} "
-      "{:>6} {:>5} {:>7}\n",
-      "config", "conc", "theo%", "hit%", "kv%", "hbm%", "host%", "ttft50_s", "ttft90_s", "ttft99_s", "cens",
-      "tpot50_s", "out_tok/s", "out/gpu", "tot/gpu", "intact", "ckpt+", "ckpt-", "pre", "virt_s");
+      "{:<16} {:>4} {:>6} {:>5} {:>6} {:>6} {:>6} {:>6} {:>6} {:>8} {:>8} {:>8} {:>5} {:>8} {:>9} {:>8} "
+      "{:>8} "
+      "{:>7} {:>6} {:>6} {:>5} {:>7}\n",
+      "config", "conc", "reqs", "rej", "theo%", "hit%", "kv%", "hbm%", "host%", "ttft50_s", "ttft90_s",
+      "ttft99_s", "cens", "tpot50_s", "out_tok/s", "out/gpu", "tot/gpu", "intact", "ckpt+", "ckpt-", "pre",
+      "virt_s");
   for (const auto& r : runs) {
+    if (!measured(r)) {
+      out += fmt::format(
+          "{:<16} {:>4} {:>6} {:>5}   no measured requests ({} rejected as too large for the cache, "
+          "{} without a first token after {:.0f} virtual s)\n",
+          r.label, r.concurrency, r.n_requests, r.n_rejected, r.n_rejected, r.n_ttft_censored,
+          r.elapsed_virtual_s);
+      continue;
+    }
     double hbm = 0, host = 0;
     for (const auto& [t, rate] : r.hit_rate_by_tier) (t == "hbm" ? hbm : host) += rate;
     out += fmt::format(
-        "{:<16} {:>4} {:>6} {:>6} {:>6} {:>6} {:>6} {:>8.2f} {:>8.2f} {:>8.2f} {:>5} {:>8.4f} {:>9.1f} "
-        "{:>8.1f} {:>8.1f} {:>7.1f} {:>6} {:>6} {:>5} {:>7.0f}\n",
-        r.label, r.concurrency, pct(r.theoretical_hit_rate), pct(r.realized_hit_rate),
-        pct(r.kv_reachable_rate), pct(hbm), pct(host), r.ttft_p50_s, r.ttft_p90_s, r.ttft_p99_s,
-        r.n_ttft_censored, r.tpot_p50_s, r.output_tok_s_total, r.output_tok_s_per_gpu, r.total_tok_s_per_gpu,
-        r.interactivity_tok_s, r.checkpoints_created, r.checkpoints_dropped, r.n_preemptions,
-        r.elapsed_virtual_s);
+        "{:<16} {:>4} {:>6} {:>5} {:>6} {:>6} {:>6} {:>6} {:>6} {:>8.2f} {:>8.2f} {:>8.2f} {:>5} {:>8.4f} "
+        "{:>9.1f} {:>8.1f} {:>8.1f} {:>7.1f} {:>6} {:>6} {:>5} {:>7.0f}\n",
+        r.label, r.concurrency, r.n_requests, r.n_rejected, pct(r.theoretical_hit_rate),
+        pct(r.realized_hit_rate), pct(r.kv_reachable_rate), pct(hbm), pct(host), r.ttft_p50_s, r.ttft_p90_s,
+        r.ttft_p99_s, r.n_ttft_censored, r.tpot_p50_s, r.output_tok_s_total, r.output_tok_s_per_gpu,
+        r.total_tok_s_per_gpu, r.interactivity_tok_s, r.checkpoints_created, r.checkpoints_dropped,
+        r.n_preemptions, r.elapsed_virtual_s);
   }
   out +=
-      "(theo/hit/kv/hbm/host: % of prompt tokens; out_tok/s: output tokens per second of the node; out/gpu, "
+      "(reqs: measured requests completed; rej: requests rejected as too large for the cache; "
+      "theo/hit/kv/hbm/host: % of prompt tokens; out_tok/s: output tokens per second of the node; out/gpu, "
       "tot/gpu: output and input+output tokens per second per GPU; intact: 1/tpot50 tokens per second per "
       "user; cens: requests without a first token at the end, counted in TTFT with the time waited)\n";
   return out;
@@ -160,9 +184,11 @@ std::string runs_side_by_side(const std::vector<RunMetrics>& runs) {
   out += "\n";
   for (int c : concs) {
     double theo = 0;
+    bool any = false;
     for (const auto& l : labels)
-      if (auto it = by_key.find({c, l}); it != by_key.end()) theo = it->second->theoretical_hit_rate;
-    out += fmt::format("{:>4} {:>6}", c, pct(theo));
+      if (auto it = by_key.find({c, l}); it != by_key.end() && measured(*it->second))
+        theo = it->second->theoretical_hit_rate, any = true;
+    out += fmt::format("{:>4} {:>6}", c, any ? pct(theo) : std::string("-"));
     for (const auto& l : labels) {
       auto it = by_key.find({c, l});
       if (it == by_key.end()) {
@@ -170,6 +196,10 @@ std::string runs_side_by_side(const std::vector<RunMetrics>& runs) {
         continue;
       }
       const RunMetrics& r = *it->second;
+      if (!measured(r)) {
+        out += fmt::format(" | {:>26}", fmt::format("none measured, {} rej", r.n_rejected));
+        continue;
+      }
       out += fmt::format(" | {:>6} {:>8.2f} {:>10.1f}", pct(r.realized_hit_rate), r.ttft_p50_s,
                          r.output_tok_s_per_gpu);
     }
@@ -189,14 +219,15 @@ std::string hit_rate_plot_svg(const std::vector<RunMetrics>& runs) {
     ChartSeries s;
     s.name = label + " realized";
     for (const auto& r : runs)
-      if (r.label == label && r.concurrency > 0) s.points.push_back({r.concurrency, r.realized_hit_rate});
+      if (r.label == label && r.concurrency > 0 && measured(r))
+        s.points.push_back({r.concurrency, r.realized_hit_rate});
     chart.series.push_back(std::move(s));
   }
   ChartSeries theo;
   theo.name = "theoretical";
   std::set<int> seen;
   for (const auto& r : runs)
-    if (r.concurrency > 0 && seen.insert(r.concurrency).second)
+    if (r.concurrency > 0 && measured(r) && seen.insert(r.concurrency).second)
       theo.points.push_back({r.concurrency, r.theoretical_hit_rate});
   std::sort(theo.points.begin(), theo.points.end());
   chart.series.push_back(std::move(theo));
@@ -212,7 +243,7 @@ std::string throughput_plot_svg(const std::vector<RunMetrics>& runs) {
     ChartSeries s;
     s.name = label;
     for (const auto& r : runs) {
-      if (r.label != label) continue;
+      if (r.label != label || !measured(r)) continue;
       s.points.push_back({r.interactivity_tok_s, r.output_tok_s_per_gpu});
       s.point_labels.push_back(fmt::format("c={}", r.concurrency));
     }
@@ -221,21 +252,32 @@ std::string throughput_plot_svg(const std::vector<RunMetrics>& runs) {
   return render_svg(chart);
 }
 
-std::vector<std::string> write_reports(const std::vector<RunMetrics>& runs, const std::string& dir) {
+ReportFiles::ReportFiles(const std::string& dir) : dir_(dir) {
   std::error_code ec;
+  if (std::filesystem::exists(dir, ec) && !std::filesystem::is_directory(dir, ec))
+    fail("report folder {} exists and is not a directory", dir);
   std::filesystem::create_directories(dir, ec);
-  DS_CHECK(!ec, "cannot create output directory '{}': {}", dir, ec.message());
-  std::vector<std::pair<std::string, std::string>> files = {{"replay.json", runs_json(runs)},
-                                                            {"replay.csv", runs_csv(runs)},
-                                                            {"hit_rate.svg", hit_rate_plot_svg(runs)},
-                                                            {"throughput.svg", throughput_plot_svg(runs)}};
+  if (ec) fail("cannot create report folder {}: {}", dir, ec.message());
+  for (const char* name : kReportFileNames)
+    files_.push_back(std::make_unique<AtomicFile>((std::filesystem::path(dir) / name).string()));
+}
+
+std::vector<std::string> ReportFiles::write(const std::vector<RunMetrics>& runs) {
+  DS_CHECK(!files_.empty(), "report files of {} written twice", dir_);
+  const std::string texts[] = {runs_json(runs), runs_csv(runs), hit_rate_plot_svg(runs),
+                               throughput_plot_svg(runs)};
   std::vector<std::string> written;
-  for (const auto& [name, text] : files) {
-    auto path = std::filesystem::path(dir) / name;
-    write_file(path, text);
-    written.push_back(path.string());
+  for (size_t i = 0; i < files_.size(); ++i) {
+    files_[i]->write(texts[i]);
+    files_[i]->commit();
+    written.push_back(files_[i]->path());
   }
+  files_.clear();
   return written;
+}
+
+std::vector<std::string> write_reports(const std::vector<RunMetrics>& runs, const std::string& dir) {
+  return ReportFiles(dir).write(runs);
 }
 
 }  // namespace ds

@@ -4,9 +4,11 @@
 // percentages in tables.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "core/file_io.h"
 #include "replay/run_metrics.h"
 
 namespace ds {
@@ -20,8 +22,22 @@ std::string runs_side_by_side(const std::vector<RunMetrics>& runs);
 std::string hit_rate_plot_svg(const std::vector<RunMetrics>& runs);    // x: concurrency (log2)
 std::string throughput_plot_svg(const std::vector<RunMetrics>& runs);  // x: interactivity
 
-// Writes replay.json, replay.csv, hit_rate.svg, throughput.svg under `dir` (created if missing).
-// Returns the paths written. Throws ds::Error naming the path on I/O failure.
+// The report files of a replay (replay.json, replay.csv, hit_rate.svg, throughput.svg under one
+// folder), opened before the work: the constructor creates the folder and a temporary beside each
+// file, so an unwritable location fails before the sweep runs. write() replaces every file
+// atomically (core/file_io.h); files of a run that never reaches write() are not touched.
+class ReportFiles {
+ public:
+  explicit ReportFiles(const std::string& dir);  // throws ds::Error naming the folder and errno
+  // Writes and publishes all four; returns their paths. Call once.
+  std::vector<std::string> write(const std::vector<RunMetrics>& runs);
+
+ private:
+  std::string dir_;
+  std::vector<std::unique_ptr<AtomicFile>> files_;  // in the order of kReportFileNames
+};
+
+// ReportFiles(dir).write(runs): for callers that have nothing to check before the work.
 std::vector<std::string> write_reports(const std::vector<RunMetrics>& runs, const std::string& dir);
 
 }  // namespace ds

@@ -2,10 +2,9 @@
 
 #include <cctype>
 #include <charconv>
-#include <fstream>
-#include <sstream>
 
 #include "core/check.h"
+#include "core/file_io.h"
 #include "kernels/argmax.h"
 #include "model/safetensors.h"
 
@@ -34,6 +33,11 @@ LogitsJobResult run_logits_job(const ModelRunner& runner, const std::vector<int3
 }
 
 void write_logits_job(const std::string& path, const LogitsJobResult& r) {
+  AtomicFile out(path);
+  write_logits_job(out, r);
+}
+
+void write_logits_job(AtomicFile& file, const LogitsJobResult& r) {
   const int64_t T = int64_t(r.logits.size()) / r.vocab, N = int64_t(r.decode_tokens.size());
   std::vector<TensorToWrite> out;
   out.push_back({"logits", DType::F32, {T, r.vocab}, r.logits.data()});
@@ -41,7 +45,7 @@ void write_logits_job(const std::string& path, const LogitsJobResult& r) {
     out.push_back({"decode_tokens", DType::I32, {N}, r.decode_tokens.data()});
     out.push_back({"decode_logits", DType::F32, {N, r.vocab}, r.decode_logits.data()});
   }
-  write_safetensors(path, out);
+  write_safetensors(file, out);
 }
 
 std::vector<int32_t> greedy_generate(const ModelRunner& runner, const std::vector<int32_t>& tokens,
@@ -89,11 +93,7 @@ std::vector<int32_t> parse_token_list(const std::string& text, const std::string
 }
 
 std::vector<int32_t> read_token_file(const std::string& path) {
-  std::ifstream f(path);
-  DS_CHECK(f.good(), "cannot open token file {}", path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return parse_token_list(ss.str(), path);
+  return parse_token_list(read_file_capped(path, kMaxTokenFileBytes, "token file"), path);
 }
 
 }  // namespace ds

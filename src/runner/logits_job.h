@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/file_io.h"
 #include "runner/model_runner.h"
 
 namespace ds {
@@ -23,14 +24,19 @@ struct LogitsJobResult {
 LogitsJobResult run_logits_job(const ModelRunner& runner, const std::vector<int32_t>& tokens, int n_decode);
 
 // Writes `logits` F32 [T, vocab] and, when N > 0, `decode_tokens` I32 [N] and `decode_logits`
-// F32 [N, vocab] to a safetensors file.
+// F32 [N, vocab] to a safetensors file, atomically. The AtomicFile form writes into a file opened
+// before the work (so a bad output location fails first) and commits it.
 void write_logits_job(const std::string& path, const LogitsJobResult& r);
+void write_logits_job(AtomicFile& file, const LogitsJobResult& r);
 
 // Greedy generation: prefill, then up to max_new tokens (stops after eos_token_id when stop_at_eos).
 std::vector<int32_t> greedy_generate(const ModelRunner& runner, const std::vector<int32_t>& tokens,
                                      int max_new, bool stop_at_eos);
 
-// Token ids from "1,2,3" (commas and/or whitespace) or from a file with one id per line.
+inline constexpr int64_t kMaxTokenFileBytes = int64_t{256} << 20;  // ~20M token ids as text
+
+// Token ids from "1,2,3" (commas and/or whitespace) or from a file with one id per line (at most
+// kMaxTokenFileBytes).
 std::vector<int32_t> parse_token_list(const std::string& text, const std::string& source);
 std::vector<int32_t> read_token_file(const std::string& path);
 

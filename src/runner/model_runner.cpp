@@ -1,7 +1,14 @@
 #include "runner/model_runner.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <numeric>
+#include <string>
 
 #include "core/check.h"
 #include "kernels/linear.h"
@@ -154,6 +161,9 @@ const KdaLayer* ModelRunner::kda_layer(int layer) const {
 }
 
 std::unique_ptr<ModelRunner> ModelRunner::load(const std::string& dir, RunnerOptions opt) {
+  std::error_code ec;
+  if (std::filesystem::exists(dir, ec) && !std::filesystem::is_directory(dir, ec))
+    fail("model {} is a file; expected a checkpoint folder (config.json + *.safetensors)", dir);
   std::unique_ptr<ModelRunner> r(new ModelRunner());
   r->cfg_ = ModelConfig::load(dir);
   r->opt_ = opt;
@@ -190,6 +200,56 @@ std::unique_ptr<ModelRunner> ModelRunner::load(const std::string& dir, RunnerOpt
   return r;
 }
 
+namespace {
+
+// Memory this process may still allocate: MemAvailable of /proc/meminfo, else free physical pages.
+int64_t available_memory_bytes() {
+  std::ifstream f("/proc/meminfo");
+  std::string key;
+  int64_t kb = 0;
+  std::string unit;
+  while (f >> key >> kb >> unit)
+    if (key == "MemAvailable:") return kb * 1024;
+  return int64_t(sysconf(_SC_AVPHYS_PAGES)) * int64_t(sysconf(_SC_PAGESIZE));
+}
+
+std::string bytes_text(int64_t bytes) {
+  if (bytes >= (int64_t{1} << 30)) return fmt::format("{:.2f} GiB", double(bytes) / double(int64_t{1} << 30));
+  return fmt::format("{:.1f} MiB", double(bytes) / double(int64_t{1} << 20));
+}
+
+}  // namespace
+
+int64_t ModelRunner::forward_bytes_estimate(const ForwardBatch& batch) const {
+  const int64_t D = cfg_.hidden, V = cfg_.vocab_size;
+  const int64_t kda_width = int64_t(cfg_.kda.n_head) * cfg_.kda.head_dim;
+  const int64_t mla_q = int64_t(cfg_.mla.n_head) * cfg_.mla.qk_head_dim();
+  const int64_t mla_kv = int64_t(cfg_.mla.n_head) * (cfg_.mla.qk_nope_head_dim + cfg_.mla.v_head_dim);
+  const int64_t moe =
+      int64_t(cfg_.moe.n_expert_per_token) * 3 * std::max(cfg_.moe.expert_intermediate, cfg_.moe.latent_dim) +
+      cfg_.moe.n_expert;
+  const int64_t ffn = std::max<int64_t>(moe, 3 * int64_t(cfg_.dense_intermediate));
+  // Per new token: residual + normed input + mixer output + Block AttnRes stream, the widest mixer
+  // (KDA q/k/v/g/beta + pre-conv copies, or MLA q + latent), the FFN temporaries.
+  const int64_t attn_res = cfg_.attn_res_block_size > 0 ? (2 * int64_t(cfg_.attn_res_block_size) + 1) * D : 0;
+  const int64_t per_token =
+      4 * D + attn_res + std::max(8 * kda_width, mla_q + cfg_.mla.latent_dim()) + ffn +
+      int64_t(cfg_.mla.latent_dim()) * cfg_.n_mla_layers();  // the latents appended to the states
+  int64_t floats = 0, max_context = 0, state_floats = 0;
+  const int64_t kda_state = int64_t(cfg_.kda.n_head) * cfg_.kda.head_dim * cfg_.kda.head_dim +
+                            3 * kda_width * std::max(cfg_.kda.conv_kernel - 1, 0);
+  for (const SequenceInput& in : batch.seqs) {
+    const int64_t n = int64_t(in.tokens.size());
+    floats += n * per_token;
+    floats += (in.logits == LogitsWant::All ? n : in.logits == LogitsWant::Last ? 1 : 0) * V;
+    max_context = std::max(max_context, in.state->n_tokens + n);
+    state_floats += int64_t(in.emit_state_at.size()) * kda_state * cfg_.n_kda_layers();
+  }
+  // MLA prefill expands the cached latents of one sequence into per-head K and V at a time.
+  floats += max_context * mla_kv;
+  return 4 * (floats + state_floats);
+}
+
 void ModelRunner::validate(const ForwardBatch& batch) const {
   DS_CHECK(!batch.seqs.empty(), "forward: empty batch");
   for (size_t s = 0; s < batch.seqs.size(); ++s) {
@@ -211,7 +271,21 @@ void ModelRunner::validate(const ForwardBatch& batch) const {
     }
     for (size_t o = 0; o < s; ++o)
       DS_CHECK(batch.seqs[o].state != in.state, "forward: sequences {} and {} share one state", o, s);
+    const int64_t length = in.state->n_tokens + int64_t(in.tokens.size());
+    if (cfg_.max_position_tokens > 0 && length > cfg_.max_position_tokens)
+      fail("forward: sequence {} would hold {} tokens, more than the model's maximum of {}", s, length,
+           cfg_.max_position_tokens);
   }
+  const int64_t need = forward_bytes_estimate(batch);
+  const int64_t have = opt_.max_forward_bytes > 0 ? opt_.max_forward_bytes : available_memory_bytes();
+  if (need > have)
+    fail(
+        "forward: this batch ({} sequences, {} new tokens) needs about {} of memory, more than the {} "
+        "available",
+        batch.seqs.size(),
+        std::accumulate(batch.seqs.begin(), batch.seqs.end(), int64_t{0},
+                        [](int64_t a, const SequenceInput& in) { return a + int64_t(in.tokens.size()); }),
+        bytes_text(need), bytes_text(have));
 }
 
 // The token mixer of one layer on its normed input n f32 [T, D] -> y f32 [T, D].
@@ -354,6 +428,11 @@ ForwardResult ModelRunner::forward(const ForwardBatch& batch) const {
     }
     in.state->n_tokens += n;
   }
+  for (int s = 0; s < n_seq; ++s)
+    for (float v : r.logits[size_t(s)])
+      if (!std::isfinite(v))
+        fail("forward: sequence {} has non-finite logits ({}): the weights or the inputs hold NaN or inf", s,
+             v);
   return r;
 }
 

@@ -25,6 +25,7 @@ struct RunnerOptions {
   KdaRunOptions kda;  // chunk size, recurrent threshold
   MlaAttnMode mla_mode = MlaAttnMode::Auto;
   AttnResMode attn_res_mode = AttnResMode::Reference;  // K3 Block AttnRes evaluation form
+  int64_t max_forward_bytes = 0;  // memory one forward may use; 0 = what this machine has available
 };
 
 class ModelRunner {
@@ -37,9 +38,15 @@ class ModelRunner {
   const RunnerOptions& options() const { return opt_; }
   SequenceState new_sequence() const { return SequenceState::fresh(cfg_); }
 
-  // Runs the batch; advances every referenced SequenceState. Validates the whole batch first, so
-  // a bad batch throws ds::Error and leaves every state unchanged.
+  // Runs the batch; advances every referenced SequenceState. Validates the whole batch first
+  // (tokens, checkpoint positions, the model's maximum length, the memory estimate below), so a
+  // bad batch throws ds::Error and leaves every state unchanged. Non-finite logits (NaN or inf
+  // weights or inputs) throw ds::Error after the states were advanced: those states are unusable.
   ForwardResult forward(const ForwardBatch& batch) const;
+
+  // Bytes a forward of `batch` allocates, estimated from its shape before any work: activations,
+  // temporaries of the largest layer, logits rows, MLA latents appended, KDA checkpoints emitted.
+  int64_t forward_bytes_estimate(const ForwardBatch& batch) const;
 
   // The KDA mixer of `layer` (nullptr for an MLA layer), e.g. to trace its intermediates in tests.
   const KdaLayer* kda_layer(int layer) const;

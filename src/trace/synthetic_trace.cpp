@@ -137,6 +137,16 @@ Trace generate_synthetic_trace(const SyntheticTraceParams& p) {
                p.input < p.context,
            "synthetic trace: bad params sessions={} turns={} block={} system={} context={} input={}",
            p.sessions, p.turns, p.block, p.system, p.context, p.input);
+  // Memory bound before any allocation: every turn stores its prompt's block ids.
+  const double est_bytes =
+      double(p.sessions) * double(p.turns) *
+      (8.0 * double((p.input + p.block - 1) / p.block) + double(sizeof(TraceTurn)) + 32.0);
+  if (est_bytes > double(kMaxSyntheticTraceBytes))
+    fail(
+        "synthetic trace: sessions={} x turns={} with ~{} block ids per prompt needs about {:.1f} GiB, more "
+        "than the {} GiB limit; use fewer sessions or turns, or a larger block",
+        p.sessions, p.turns, (p.input + p.block - 1) / p.block, est_bytes / double(int64_t{1} << 30),
+        kMaxSyntheticTraceBytes >> 30);
   TraceRng rng(p.seed * 0x2545f4914f6cdd1dULL + 0x1234567ULL);
   // Turn counts and output lengths are lognormal around the requested medians; their normal
   // draws are centred on their own sample median so the medians hold exactly, not only on average.

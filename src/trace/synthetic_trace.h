@@ -12,6 +12,8 @@
 
 namespace ds {
 
+inline constexpr int64_t kMaxSyntheticTraceBytes = int64_t{4} << 30;  // estimated size bound
+
 struct SyntheticTraceParams {
   int64_t sessions = 32;      // number of sessions
   int64_t turns = 65;         // median turns per session (lognormal, sigma 0.5, >= 2)

@@ -177,7 +177,8 @@ TEST(ModelConfig, TopKAboveExperts) {
 }
 
 TEST(ModelConfig, BadValuesNameKeyAndValue) {
-  expect_bad([](json& j) { j["hidden_size"] = -3; }, {"hidden_size", "-3"});
+  expect_bad([](json& j) { j["hidden_size"] = -3; }, {"bad.json", "hidden_size", "-3"});
+  expect_bad([](json& j) { j["num_experts"] = -1; }, {"bad.json", "num_experts", "-1"});
   expect_bad([](json& j) { j["hidden_size"] = "256"; }, {"bad.json", "hidden_size", "integer", "\"256\""});
   expect_bad([](json& j) { j["hidden_size"] = 1e30; }, {"hidden_size"});
   expect_bad([](json& j) { j.erase("vocab_size"); }, {"missing key", "vocab_size"});

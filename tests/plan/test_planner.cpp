@@ -77,7 +77,8 @@ TEST(Planner, BadOptionsAreOneClearError) {
     make_plan(m, hw, opt);
     FAIL() << "expected an error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("--gpus 6 is not a multiple of --tp 8"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("plan: 6 GPUs are not a multiple of the tensor-parallel size 8"),
+              std::string::npos);
   }
   opt.gpus = 5;
   opt.tp = 5;

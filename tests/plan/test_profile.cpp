@@ -7,11 +7,14 @@
 #include <nlohmann/json.hpp>
 
 #include "core/check.h"
+#include "error_message.h"
 #include "plan/hardware_profile.h"
 #include "plan/model_profile.h"
 
 namespace ds {
 namespace {
+
+using ds::testing::error_message;
 
 const std::string kData = std::string(DS_SOURCE_DIR) + "/data/profiles";
 
@@ -19,16 +22,6 @@ std::string write_temp(const std::string& name, const std::string& text) {
   const auto path = std::filesystem::temp_directory_path() / ("ds_test_profile_" + name);
   std::ofstream(path) << text;
   return path.string();
-}
-
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 TEST(HardwareProfile, BundledProfilesParseWithSources) {
@@ -50,12 +43,13 @@ TEST(HardwareProfile, BundledProfilesParseWithSources) {
 }
 
 TEST(HardwareProfile, BadInputIsOneClearError) {
-  EXPECT_NE(error_of([] { HardwareProfile::load("tpu9000"); }).find("unknown hardware profile \"tpu9000\""),
-            std::string::npos);
-  EXPECT_NE(error_of([] { HardwareProfile::load("/nonexistent/x.json"); }).find("/nonexistent/x.json"),
+  EXPECT_NE(
+      error_message([] { HardwareProfile::load("tpu9000"); }).find("unknown hardware profile \"tpu9000\""),
+      std::string::npos);
+  EXPECT_NE(error_message([] { HardwareProfile::load("/nonexistent/x.json"); }).find("/nonexistent/x.json"),
             std::string::npos);
   const std::string bad = write_temp("bad.json", "{\"name\": \"x\",");
-  EXPECT_NE(error_of([&] { HardwareProfile::load(bad); }).find("invalid JSON"), std::string::npos);
+  EXPECT_NE(error_message([&] { HardwareProfile::load(bad); }).find("invalid JSON"), std::string::npos);
 
   nlohmann::json j = nlohmann::json::parse(std::ifstream(kData + "/hardware/b300.json"));
   auto with = [&](const char* key, nlohmann::json v) {
@@ -63,32 +57,33 @@ TEST(HardwareProfile, BadInputIsOneClearError) {
     c[key] = v;
     return c;
   };
-  EXPECT_NE(error_of([&] {
+  EXPECT_NE(error_message([&] {
               HardwareProfile::from_json(with("memory_efficiency", 1.5), "hw");
             }).find("`memory_efficiency` is an efficiency in (0, 1], got 1.5"),
             std::string::npos);
-  EXPECT_NE(error_of([&] {
+  EXPECT_NE(error_message([&] {
               HardwareProfile::from_json(with("hbm_bytes", "lots"), "hw");
             }).find("`hbm_bytes` must be a number"),
             std::string::npos);
-  EXPECT_NE(error_of([&] {
+  EXPECT_NE(error_message([&] {
               HardwareProfile::from_json(with("hbm_bw_bytes_s", -1), "hw");
             }).find("`hbm_bw_bytes_s` must be finite and >= 0"),
             std::string::npos);
-  EXPECT_NE(error_of([&] {
+  EXPECT_NE(error_message([&] {
               HardwareProfile::from_json(with("hbm_bandwidth", 1), "hw");
             }).find("unknown key `hbm_bandwidth`"),
             std::string::npos);
   nlohmann::json no_src = j;
   no_src["sources"].erase("fp8_flops");
   EXPECT_NE(
-      error_of([&] { HardwareProfile::from_json(no_src, "hw"); }).find("`sources.fp8_flops` is missing"),
+      error_message([&] { HardwareProfile::from_json(no_src, "hw"); }).find("`sources.fp8_flops` is missing"),
       std::string::npos);
   nlohmann::json missing = j;
   missing.erase("nvlink_bw_bytes_s");
-  EXPECT_NE(
-      error_of([&] { HardwareProfile::from_json(missing, "hw"); }).find("missing key `nvlink_bw_bytes_s`"),
-      std::string::npos);
+  EXPECT_NE(error_message([&] {
+              HardwareProfile::from_json(missing, "hw");
+            }).find("missing key `nvlink_bw_bytes_s`"),
+            std::string::npos);
 }
 
 TEST(ModelProfile, KimiLinearCountsAreExact) {
@@ -170,14 +165,14 @@ TEST(ModelProfile, KdaChunkFlopFormula) {
 }
 
 TEST(ModelProfile, BadModelInputIsOneClearError) {
-  EXPECT_NE(error_of([] { ModelProfile::load("kimi-k9"); }).find("unknown model profile \"kimi-k9\""),
+  EXPECT_NE(error_message([] { ModelProfile::load("kimi-k9"); }).find("unknown model profile \"kimi-k9\""),
             std::string::npos);
   const std::string bad = write_temp("model_bad.json", "[1, 2");
-  EXPECT_NE(error_of([&] { ModelProfile::load(bad); }).find("invalid JSON"), std::string::npos);
+  EXPECT_NE(error_message([&] { ModelProfile::load(bad); }).find("invalid JSON"), std::string::npos);
   nlohmann::json j = nlohmann::json::parse(kTinyKimiLinear);
   j["quantization_config"] = {{"quant_method", "awq"}};
   const std::string awq = write_temp("model_awq.json", j.dump());
-  EXPECT_NE(error_of([&] { ModelProfile::load(awq); }).find("unsupported quantization_config"),
+  EXPECT_NE(error_message([&] { ModelProfile::load(awq); }).find("unsupported quantization_config"),
             std::string::npos);
 }
 

@@ -24,6 +24,7 @@ std::vector<RunMetrics> two_runs() {
   a.tpot_p50_s = 0.02;
   a.interactivity_tok_s = 50;
   a.output_tok_s_per_gpu = 10;
+  a.n_requests = 12;
   RunMetrics b = a;
   b.label = "hbm+dram";
   b.tiers = "hbm,dram";
@@ -85,6 +86,35 @@ TEST(Report, JsonKeysAndCsvColumnsAreTheFieldNames) {
     EXPECT_TRUE(run.contains(field)) << column;
   }
   EXPECT_GT(n_columns, 25);
+}
+
+TEST(Report, NoMeasuredRequestsIsSaidNotPrintedAsZeros) {
+  auto runs = two_runs();
+  RunMetrics& r = runs[1];
+  r.n_requests = 0;
+  r.n_rejected = 7;
+  r.n_ttft_censored = 2;
+  r.ttft_p50_s = r.tpot_p50_s = r.realized_hit_rate = r.output_tok_s_per_gpu = 0;
+  const auto doc = nlohmann::json::parse(runs_json(runs));
+  for (const char* key : {"realized_hit_rate", "theoretical_hit_rate", "ttft_p50_s", "tpot_p50_s",
+                          "output_tok_s_per_gpu", "interactivity_tok_s"}) {
+    EXPECT_TRUE(doc["runs"][1][key].is_null()) << key;
+    EXPECT_FALSE(doc["runs"][0][key].is_null()) << key;
+  }
+  EXPECT_EQ(doc["runs"][1]["n_rejected"], 7);
+  EXPECT_EQ(doc["runs"][1]["n_requests"], 0);
+  const std::string table = runs_table(runs);
+  EXPECT_NE(
+      table.find("no measured requests (7 rejected as too large for the cache, 2 without a first token"),
+      std::string::npos)
+      << table;
+  EXPECT_NE(runs_side_by_side(runs).find("none measured, 7 rej"), std::string::npos);
+  // The CSV leaves the measurements of that run empty; the plots leave out its points.
+  const std::string csv = runs_csv(runs);
+  const std::string line = csv.substr(csv.rfind("hbm+dram"));
+  EXPECT_NE(line.find(",,"), std::string::npos) << line;
+  EXPECT_EQ(throughput_plot_svg(runs).find("c=8"), std::string::npos);
+  EXPECT_NE(throughput_plot_svg(runs).find("c=1"), std::string::npos);
 }
 
 TEST(Report, TablesAndPlots) {
