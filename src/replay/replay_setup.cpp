@@ -31,7 +31,7 @@ void configure_vllm(CacheConfig& c, const ReplaySetup& setup, const CacheVariant
                                                                   .kv_dtype_bytes = setup.kv_dtype_bytes,
                                                                   .spec_tokens = setup.spec.draft_tokens});
   DS_CHECK(g.n_kda_groups > 0,
-           "replay: --cache-model vllm needs a hybrid KDA + MLA model, {} has no KDA layer", model.name);
+           "replay: the vllm cache model needs a hybrid KDA + MLA model, {} has no KDA layer", model.name);
   c.cache_model = "vllm";
   c.page_tokens = g.block_tokens;
   c.vllm.kda_groups = g.n_kda_groups;
@@ -53,7 +53,7 @@ void configure_vllm(CacheConfig& c, const ReplaySetup& setup, const CacheVariant
 // request states (ModelRunner's split of the memory left after weights), the rest in KV pages.
 void configure_sglang(CacheConfig& c, const ReplaySetup& setup, const MemoryPlan& plan,
                       int64_t device_bytes) {
-  DS_CHECK(plan.kda_state_bytes_per_gpu > 0, "replay: --cache-model sglang needs a hybrid KDA + MLA model");
+  DS_CHECK(plan.kda_state_bytes_per_gpu > 0, "replay: the sglang cache model needs a hybrid KDA + MLA model");
   DS_CHECK(setup.sglang_mamba_ratio > 0 && setup.sglang_mamba_ratio < 100,
            "replay: sglang mamba ratio must be in (0, 100), got {}", setup.sglang_mamba_ratio);
   const double r = setup.sglang_mamba_ratio;
@@ -97,7 +97,7 @@ CacheConfig make_cache_config(const ReplaySetup& setup, const CacheVariant& vari
          setup.kv_budget_tokens, plan.kv_bytes_per_token, kMaxTierBytes);
   if (c.cache_model == "vllm") device_bytes = c.vllm.num_blocks * c.vllm.block_bytes;
   if (variant.cache_model == "sglang") {
-    DS_CHECK(variant.tiers.size() == 1, "replay: --cache-model sglang has no host tier (tiers {})",
+    DS_CHECK(variant.tiers.size() == 1, "replay: the sglang cache model has no host tier (tiers {})",
              fmt::join(variant.tiers, ","));
     configure_sglang(c, setup, plan, device_bytes);
   }
