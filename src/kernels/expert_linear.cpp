@@ -4,6 +4,10 @@
 #include "kernels/cpu/mxfp4_linear.h"
 #include "kernels/dispatch.h"
 #include "kernels/linear.h"
+#include "kernels/memory.h"
+#ifdef DS_HAVE_CUDA
+#include "kernels/cuda/model_ops_launch.h"
+#endif
 
 namespace ds {
 
@@ -21,6 +25,19 @@ void expert_linear(const TensorView& x, const ExpertLinear& w, const TensorView&
   if (!w.is_mxfp4()) return linear(x, w.dense, y, accumulate);
   w.validate("expert_linear");
   const int64_t T = x.ndim == 2 ? x.shape[0] : -1;
+  if (w.device() == Device::Cuda) {
+    // CUDA: the packed matrix is dequantised into scratch of x's dtype (f32 or bf16), then the dense
+    // product runs through cuBLASLt; the resident weight stays packed.
+    detail::check_rows_f32_or_bf16("expert_linear", "x", x, T, w.cols());
+    check_same_device("expert_linear", Device::Cuda, {&x, &y});
+#ifdef DS_HAVE_CUDA
+    const bool bf16 = x.dtype == DType::BF16;
+    Buffer dense(Device::Cuda, w.rows() * w.cols() * (bf16 ? 2 : 4));
+    cuda::launch_mxfp4_dequant(w.mxfp4.packed, w.mxfp4.scale, w.rows(), w.cols(), dense.data(), bf16);
+    return linear(x, WeightView{dense.data(), x.dtype, w.rows(), w.cols(), Device::Cuda}, y, accumulate);
+#endif
+    detail::no_backend("expert_linear (MXFP4)", Device::Cuda);
+  }
   detail::check_rows("expert_linear", "x", x, T, w.cols());
   detail::check_rows("expert_linear", "y", y, T, w.rows());
   check_same_device("expert_linear", w.device(), {&x, &y});

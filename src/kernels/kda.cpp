@@ -110,6 +110,8 @@ void kda_prefill(const KdaPrefillArgs& a) {
   check_act(op, "f", a.f, T, a.H * a.K, dt, dev);
   check_act(op, "b", a.b, T, a.H, dt, dev);
   check_act(op, "o", a.o, T, a.H * a.V, dt, dev);
+  DS_CHECK(!a.exact || dt == DType::F32, "{}: the exact form takes f32 activations, got {}", op,
+           dtype_name(dt));
   check_gate(op, a.gate, a.H, a.K, dev);
   check_pool(op, a.pool, a.H * a.K * a.V, dev);
   DS_CHECK(int64_t(a.initial_slot.size()) == N && int64_t(a.final_slot.size()) == N,
@@ -125,7 +127,7 @@ void kda_prefill(const KdaPrefillArgs& a) {
     const int64_t len = a.cu_seqlens[size_t(c.seq) + 1] - a.cu_seqlens[size_t(c.seq)];
     DS_CHECK(
         c.after_tokens > 0 && c.after_tokens <= len &&
-            (c.after_tokens % kKdaCheckpointAlign == 0 || c.after_tokens == len),
+            (c.after_tokens % kKdaCheckpointAlign == 0 || c.after_tokens == len || a.exact),
         "{}: checkpoint after {} tokens of sequence {} (length {}) must be in (0, len] and a multiple of {} "
         "or the end",
         op, c.after_tokens, c.seq, len, kKdaCheckpointAlign);

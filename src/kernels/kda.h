@@ -115,6 +115,10 @@ struct KdaPrefillArgs {
   std::span<const int32_t> final_slot;    // host [N]
   std::span<const KdaCheckpointRequest> checkpoints;
   void* stream = nullptr;  // CUDA stream (cudaStream_t); nullptr = the default stream
+  // The per-token f32 recurrence (the oracle's order of operations) instead of the chunked form:
+  // f32 activations, checkpoints after any number of tokens; on CUDA one CTA per (sequence, head)
+  // walks the tokens (slow, exact: the f32 mode of the device forward).
+  bool exact = false;
 };
 
 void kda_prefill(const KdaPrefillArgs& a);

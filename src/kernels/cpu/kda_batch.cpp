@@ -88,7 +88,23 @@ void kda_prefill(const KdaPrefillArgs& a) {
       emit_at.push_back(a.checkpoints[c].after_tokens);
       emit_to.push_back(slot_state(a.pool, a.checkpoints[c].slot));
     }
-    if (len > 0) {
+    if (len > 0 && a.exact) {
+      const Activated x = activate(a, r0, len);
+      std::vector<float> o(size_t(len * H * V));
+      int64_t done = 0;  // run up to each checkpoint, copy S there, then on to the end
+      for (size_t i = 0; i <= emit_at.size(); ++i) {
+        const int64_t upto = i < emit_at.size() ? emit_at[i] : len;
+        const size_t qk = size_t(done * H * K), vv = size_t(done * H * V);
+        if (upto > done)
+          cpu::kda_recurrent(KdaDims{upto - done, H, K, V},
+                             KdaTensors{x.q.data() + qk, x.k.data() + qk, x.v.data() + vv, x.g.data() + qk,
+                                        x.beta.data() + done * H, S.data(), o.data() + vv},
+                             a.scale);
+        if (i < emit_at.size()) std::copy(S.begin(), S.end(), emit_to[i]);
+        done = upto;
+      }
+      f32_to_rows(o.data(), r0, len, a.o);
+    } else if (len > 0) {
       const Activated x = activate(a, r0, len);
       std::vector<float> o(size_t(len * H * V));
       const bool by64 =

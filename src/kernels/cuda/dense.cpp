@@ -51,6 +51,14 @@ RowsArg rows_arg(const TensorView& x, const TensorView& y) {
   return a;
 }
 
+// Largest power of two <= 256 that divides the address.
+uint32_t alignment(const void* p) {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  uint32_t al = 256;
+  while (al > 1 && a % al != 0) al /= 2;
+  return al;
+}
+
 // A flat view as rows [1, n] for the elementwise kernels.
 TensorView as_rows(const TensorView& v) {
   if (v.ndim == 2) return v;
@@ -80,6 +88,15 @@ void linear(const TensorView& x, const WeightView& w, const TensorView& y, bool 
   check_lt(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                 &c.workspace_bytes, sizeof(c.workspace_bytes)),
            "workspace preference");
+  // cuBLASLt assumes 256-byte aligned operands unless told otherwise; column slices of wider
+  // matrices (per-head views) are less aligned, so state each operand's actual alignment.
+  const uint32_t align[4] = {alignment(w.data), alignment(x.data), alignment(y.data), alignment(y.data)};
+  const cublasLtMatmulPreferenceAttributes_t align_attr[4] = {
+      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+  for (int i = 0; i < 4; ++i)
+    check_lt(cublasLtMatmulPreferenceSetAttribute(pref, align_attr[i], &align[i], sizeof(align[i])),
+             "alignment preference");
   cublasLtMatmulHeuristicResult_t heur{};
   int found = 0;
   check_lt(cublasLtMatmulAlgoGetHeuristic(c.handle, desc, A.l, B.l, C.l, C.l, pref, 1, &heur, &found),

@@ -4,6 +4,8 @@
 
 #include "core/check.h"
 #include "kernels/cuda/kda_launch.h"
+#include "kernels/cuda/model_ops_launch.h"
+#include "kernels/memory.h"
 
 namespace ds::cuda {
 namespace {
@@ -17,8 +19,43 @@ bool rows_aligned16(const TensorView& v) {
 
 }  // namespace
 
+namespace {
+
+// The per-token f32 recurrence (KdaPrefillArgs::exact): index arrays copied to the device.
+void kda_prefill_exact(const KdaPrefillArgs& a) {
+  const int64_t N = int64_t(a.cu_seqlens.size()) - 1;
+  std::vector<int32_t> ck_offset(size_t(N) + 1, 0), ck_slot;
+  std::vector<int64_t> ck_after;
+  for (const KdaCheckpointRequest& c : a.checkpoints) {
+    ++ck_offset[size_t(c.seq) + 1];
+    ck_slot.push_back(c.slot);
+    ck_after.push_back(c.after_tokens);
+  }
+  for (int64_t n = 0; n < N; ++n) ck_offset[size_t(n) + 1] += ck_offset[size_t(n)];
+  const Device d = Device::Cuda;
+  const Buffer cu = Buffer::from_host(d, a.cu_seqlens), init = Buffer::from_host(d, a.initial_slot);
+  const Buffer fin = Buffer::from_host(d, a.final_slot), off = Buffer::from_host<int32_t>(d, ck_offset);
+  const Buffer cs = Buffer::from_host<int32_t>(d, ck_slot), ca = Buffer::from_host<int64_t>(d, ck_after);
+  KdaExactLaunch l{};
+  l.N = int(N), l.H = int(a.H);
+  auto f = [](const TensorView& v) { return static_cast<const float*>(v.data); };
+  l.q = f(a.q), l.k = f(a.k), l.v = f(a.v), l.f = f(a.f), l.b = f(a.b), l.o = static_cast<float*>(a.o.data);
+  l.q_stride = a.q.stride[0], l.k_stride = a.k.stride[0], l.v_stride = a.v.stride[0];
+  l.f_stride = a.f.stride[0], l.b_stride = a.b.stride[0], l.o_stride = a.o.stride[0];
+  l.a_log = f(a.gate.a_log), l.dt_bias = f(a.gate.dt_bias);
+  l.safe_gate = a.gate.lower_bound.has_value(), l.lower_bound = a.gate.lower_bound.value_or(0.0f);
+  l.scale = a.scale;
+  l.pool = a.pool.data, l.slot_stride = a.pool.slot_stride;
+  l.cu_seqlens = cu.as<int64_t>(), l.initial_slot = init.as<int32_t>(), l.final_slot = fin.as<int32_t>();
+  l.ck_offset = off.as<int32_t>(), l.ck_slot = cs.as<int32_t>(), l.ck_after = ca.as<int64_t>();
+  launch_kda_exact(l);
+}
+
+}  // namespace
+
 void kda_prefill(const KdaPrefillArgs& a) {
   DS_CHECK(a.K == kD && a.V == kD, "kda_prefill (CUDA): K = {}, V = {}; only 128 is implemented", a.K, a.V);
+  if (a.exact) return kda_prefill_exact(a);
   DS_CHECK(a.cu_seqlens.back() < (int64_t(1) << 31), "kda_prefill (CUDA): {} tokens, at most 2^31 - 1",
            a.cu_seqlens.back());
   for (const TensorView* v : {&a.q, &a.k, &a.f, &a.v})

@@ -32,6 +32,7 @@
 
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/kda_launch.h"
+#include "kernels/cuda/memory.h"
 #include "kernels/cuda/mma.cuh"
 
 namespace ds::cuda {
@@ -525,21 +526,6 @@ void launch_k2(const K2Params& p, int N, int H, cudaStream_t stream) {
   const dim3 grid{unsigned(N), unsigned(H), unsigned(8 / kWarps)};
   kda_recurrence_kernel<T, kWarps><<<grid, kWarps * 32, smem, stream>>>(p);
   check_launch("kda_prefill recurrence kernel");
-}
-
-// Keep freed workspace in the device's stream-ordered pool instead of returning it to the driver at
-// every synchronisation (the default threshold 0 re-maps gigabytes per call). Once per process.
-void keep_pool_memory() {
-  static const bool done = [] {
-    int dev = 0;
-    cudaMemPool_t pool;
-    if (cudaGetDevice(&dev) == cudaSuccess && cudaDeviceGetDefaultMemPool(&pool, dev) == cudaSuccess) {
-      uint64_t threshold = UINT64_MAX;
-      cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold);
-    }
-    return true;
-  }();
-  (void)done;
 }
 
 // DS_KDA_TIMING=1: events around the phases of each call, printed to stderr (diagnostics only).

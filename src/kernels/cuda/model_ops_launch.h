@@ -1,0 +1,91 @@
+// Internal to src/kernels: plain launch functions of the device-forward kernels (kernels/
+// elementwise.h, gather.h, mla_attention.h, attn_res.h, the batched short conv, the exact KDA
+// prefill and the MXFP4 dequantisation), so that the .cu files need no project headers. The
+// dispatchers validate the arguments and pass raw pointers (device memory) and strides (elements).
+// Everything runs on the default stream.
+#pragma once
+
+#include <cstdint>
+
+namespace ds::cuda {
+
+void launch_cast_rows(const void* x, bool x_bf16, int64_t x_stride, void* y, bool y_bf16, int64_t y_stride,
+                      int64_t rows, int64_t cols);
+enum class BinaryOp { Add, MulSigmoid };
+// y = op(x, y): Add: y += x; MulSigmoid: y *= sigmoid(x).
+void launch_binary_rows(BinaryOp op, const float* x, int64_t x_stride, float* y, int64_t y_stride,
+                        int64_t rows, int64_t cols);
+void launch_situ_mul(const float* a, int64_t a_stride, const float* b, int64_t b_stride, float* y,
+                     int64_t y_stride, int64_t rows, int64_t cols, float beta, float linear_beta);
+void launch_embedding(const void* table, bool bf16, int64_t D, const int32_t* ids, int64_t T, float* out,
+                      int64_t out_stride);
+void launch_gather_rows(const float* src, int64_t src_stride, const int32_t* idx, int64_t n, int64_t C,
+                        float* dst, int64_t dst_stride);
+void launch_weighted_combine(const float* rows, int64_t rows_stride, const int32_t* pos, const float* w,
+                             int64_t T, int64_t k, int64_t C, float* out, int64_t out_stride);
+// MXFP4 [rows, cols] -> dense f32 or bf16 [rows, cols].
+void launch_mxfp4_dequant(const uint8_t* packed, const uint8_t* scale, int64_t rows, int64_t cols, void* out,
+                          bool bf16);
+
+struct MlaLaunch {
+  float* pool;
+  int64_t page_tokens, R, dr;
+  const int32_t *page_table, *page_offset, *tok_seq, *tok_pos;
+  int64_t T;
+};
+void launch_mla_write(const MlaLaunch& m, const float* c, int64_t c_stride, const float* k_pe,
+                      int64_t k_pe_stride);
+void launch_mla_attention(const MlaLaunch& m, int64_t H, const float* q_hat, int64_t q_hat_stride,
+                          const float* q_pe, int64_t q_pe_stride, int64_t q_pe_head_stride, float scale,
+                          float* ctx, int64_t ctx_stride);
+
+constexpr int kMaxAttnResSources = 32;
+struct AttnResSources {
+  const float* ptr[kMaxAttnResSources];
+  int n;
+};
+void launch_attn_res_mix(const AttnResSources& src, int64_t T, int64_t D, const float* query, float eps,
+                         float* out);
+void launch_attn_res_block_scores(const AttnResSources& blocks, int64_t T, int64_t D, const float* queries,
+                                  int64_t Q, float eps, float* m, float* s, float* o);
+void launch_attn_res_merge(int64_t j, int64_t T, int64_t D, const float* m, const float* s, const float* o,
+                           const float* partial, const float* query, float eps, float* out);
+
+// Batched short conv + SiLU over N sequences: one thread per (sequence, channel) walks the
+// sequence's tokens. Index arrays are device copies: cu_seqlens [N+1], slot [N], ck_offset [N+1]
+// (checkpoints of sequence n are entries ck_offset[n] .. ck_offset[n+1]), ck_after, ck_slot.
+struct ShortConvLaunch {
+  int N;
+  int64_t C, W;
+  const float* x;
+  int64_t x_stride;
+  const float* taps;
+  float* y;
+  int64_t y_stride;
+  float* pool;
+  int64_t slot_stride;
+  const int64_t* cu_seqlens;
+  const int32_t *slot, *ck_offset, *ck_slot;
+  const int64_t* ck_after;
+};
+void launch_short_conv_batch(const ShortConvLaunch& l);
+
+// Exact KDA prefill (K = V = 128, f32 activations): the per-token f32 recurrence, one CTA per
+// (sequence, head). Index arrays as above (device copies); initial slot -1 = zeros.
+struct KdaExactLaunch {
+  int N, H;
+  const float *q, *k, *v, *f, *b;
+  float* o;
+  int64_t q_stride, k_stride, v_stride, f_stride, b_stride, o_stride;
+  const float *a_log, *dt_bias;
+  bool safe_gate;
+  float lower_bound, scale;
+  float* pool;
+  int64_t slot_stride;
+  const int64_t* cu_seqlens;
+  const int32_t *initial_slot, *final_slot, *ck_offset, *ck_slot;
+  const int64_t* ck_after;
+};
+void launch_kda_exact(const KdaExactLaunch& l);
+
+}  // namespace ds::cuda

@@ -1,0 +1,173 @@
+// Row-wise kernels of the device forward: dtype cast, residual add, sigmoid gate, SiTU-GLU, embedding
+// and row gathers, the MoE weighted combine, MXFP4 dequantisation. Plain grid-stride loops, f32 math.
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include "kernels/cuda/act_io.cuh"
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/model_ops_launch.h"
+
+namespace ds::cuda {
+namespace {
+
+unsigned grid_for(int64_t n, int threads = 256) {
+  const int64_t blocks = (n + threads - 1) / threads;
+  return unsigned(blocks < 1 ? 1 : (blocks > 65535 ? 65535 : blocks));
+}
+
+#define DS_GRID_STRIDE(i, n)                                                \
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < (n); \
+       i += int64_t(gridDim.x) * blockDim.x)
+
+__device__ __forceinline__ float sigmoid_dev(float x) {
+  return 1.0f / (1.0f + expf(-x));
+}
+
+template <class X, class Y>
+__global__ void cast_kernel(const X* x, int64_t xs, Y* y, int64_t ys, int64_t rows, int64_t cols) {
+  DS_GRID_STRIDE(i, rows * cols) {
+    const int64_t r = i / cols, c = i % cols;
+    store_act(y, r * ys + c, load_act(x, r * xs + c));
+  }
+}
+
+__global__ void binary_kernel(BinaryOp op, const float* x, int64_t xs, float* y, int64_t ys, int64_t rows,
+                              int64_t cols) {
+  DS_GRID_STRIDE(i, rows * cols) {
+    const int64_t r = i / cols, c = i % cols;
+    const float a = x[r * xs + c];
+    float& b = y[r * ys + c];
+    b = op == BinaryOp::Add ? b + a : b * sigmoid_dev(a);
+  }
+}
+
+__global__ void situ_kernel(const float* a, int64_t as, const float* b, int64_t bs, float* y, int64_t ys,
+                            int64_t rows, int64_t cols, float beta, float lbeta) {
+  DS_GRID_STRIDE(i, rows * cols) {
+    const int64_t r = i / cols, c = i % cols;
+    const float g = a[r * as + c], u = b[r * bs + c];
+    const float gv = beta * tanhf(g / beta) * sigmoid_dev(g);
+    const float uv = lbeta > 0.0f ? lbeta * tanhf(u / lbeta) : u;
+    y[r * ys + c] = gv * uv;
+  }
+}
+
+template <class W>
+__global__ void embedding_kernel(const W* table, int64_t D, const int32_t* ids, int64_t T, float* out,
+                                 int64_t os) {
+  DS_GRID_STRIDE(i, T * D) {
+    const int64_t t = i / D, c = i % D;
+    out[t * os + c] = load_act(table, int64_t(ids[t]) * D + c);
+  }
+}
+
+__global__ void gather_kernel(const float* src, int64_t ss, const int32_t* idx, int64_t n, int64_t C,
+                              float* dst, int64_t ds) {
+  DS_GRID_STRIDE(i, n * C) {
+    const int64_t r = i / C, c = i % C;
+    dst[r * ds + c] = src[int64_t(idx[r]) * ss + c];
+  }
+}
+
+__global__ void combine_kernel(const float* rows, int64_t rs, const int32_t* pos, const float* w, int64_t T,
+                               int64_t k, int64_t C, float* out, int64_t os) {
+  DS_GRID_STRIDE(i, T * C) {
+    const int64_t t = i / C, c = i % C;
+    float acc = 0.0f;
+    for (int64_t j = 0; j < k; ++j) acc += w[t * k + j] * rows[int64_t(pos[t * k + j]) * rs + c];
+    out[t * os + c] = acc;
+  }
+}
+
+// E2M1 code -> value (codes 8..15 negative); E8M0 scale 2^(s-127), 255 = NaN; low nibble first.
+__device__ __forceinline__ float e2m1(unsigned code) {
+  const float mag[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
+  const float v = mag[code & 7u];
+  return (code & 8u) ? -v : v;
+}
+__device__ __forceinline__ float e8m0(unsigned s) {
+  if (s == 255u) return __int_as_float(0x7fc00000);
+  return __int_as_float(s == 0u ? 0x00400000 : int(s << 23));
+}
+
+template <class Out>
+__global__ void mxfp4_kernel(const uint8_t* packed, const uint8_t* scale, int64_t rows, int64_t cols,
+                             Out* out) {
+  const int64_t half = cols / 2;
+  DS_GRID_STRIDE(i, rows * half) {
+    const int64_t r = i / half, b = i % half;
+    const uint8_t byte = packed[r * half + b];
+    const float s = e8m0(scale[r * (cols / 32) + (2 * b) / 32]);
+    store_act(out, r * cols + 2 * b, e2m1(byte & 0x0fu) * s);
+    store_act(out, r * cols + 2 * b + 1, e2m1(byte >> 4) * s);
+  }
+}
+
+}  // namespace
+
+void launch_cast_rows(const void* x, bool x_bf16, int64_t xs, void* y, bool y_bf16, int64_t ys, int64_t rows,
+                      int64_t cols) {
+  if (rows * cols == 0) return;
+  const unsigned g = grid_for(rows * cols);
+  using B = __nv_bfloat16;
+  if (x_bf16 && y_bf16)
+    cast_kernel<<<g, 256>>>(static_cast<const B*>(x), xs, static_cast<B*>(y), ys, rows, cols);
+  else if (x_bf16)
+    cast_kernel<<<g, 256>>>(static_cast<const B*>(x), xs, static_cast<float*>(y), ys, rows, cols);
+  else if (y_bf16)
+    cast_kernel<<<g, 256>>>(static_cast<const float*>(x), xs, static_cast<B*>(y), ys, rows, cols);
+  else
+    cast_kernel<<<g, 256>>>(static_cast<const float*>(x), xs, static_cast<float*>(y), ys, rows, cols);
+  check_launch("cast_rows kernel");
+}
+
+void launch_binary_rows(BinaryOp op, const float* x, int64_t xs, float* y, int64_t ys, int64_t rows,
+                        int64_t cols) {
+  if (rows * cols == 0) return;
+  binary_kernel<<<grid_for(rows * cols), 256>>>(op, x, xs, y, ys, rows, cols);
+  check_launch("binary rows kernel");
+}
+
+void launch_situ_mul(const float* a, int64_t as, const float* b, int64_t bs, float* y, int64_t ys,
+                     int64_t rows, int64_t cols, float beta, float linear_beta) {
+  if (rows * cols == 0) return;
+  situ_kernel<<<grid_for(rows * cols), 256>>>(a, as, b, bs, y, ys, rows, cols, beta, linear_beta);
+  check_launch("situ kernel");
+}
+
+void launch_embedding(const void* table, bool bf16, int64_t D, const int32_t* ids, int64_t T, float* out,
+                      int64_t os) {
+  if (T * D == 0) return;
+  if (bf16)
+    embedding_kernel<<<grid_for(T * D), 256>>>(static_cast<const __nv_bfloat16*>(table), D, ids, T, out, os);
+  else
+    embedding_kernel<<<grid_for(T * D), 256>>>(static_cast<const float*>(table), D, ids, T, out, os);
+  check_launch("embedding kernel");
+}
+
+void launch_gather_rows(const float* src, int64_t ss, const int32_t* idx, int64_t n, int64_t C, float* dst,
+                        int64_t ds) {
+  if (n * C == 0) return;
+  gather_kernel<<<grid_for(n * C), 256>>>(src, ss, idx, n, C, dst, ds);
+  check_launch("gather kernel");
+}
+
+void launch_weighted_combine(const float* rows, int64_t rs, const int32_t* pos, const float* w, int64_t T,
+                             int64_t k, int64_t C, float* out, int64_t os) {
+  if (T * C == 0) return;
+  combine_kernel<<<grid_for(T * C), 256>>>(rows, rs, pos, w, T, k, C, out, os);
+  check_launch("combine kernel");
+}
+
+void launch_mxfp4_dequant(const uint8_t* packed, const uint8_t* scale, int64_t rows, int64_t cols, void* out,
+                          bool bf16) {
+  if (rows * cols == 0) return;
+  if (bf16)
+    mxfp4_kernel<<<grid_for(rows * cols / 2), 256>>>(packed, scale, rows, cols,
+                                                     static_cast<__nv_bfloat16*>(out));
+  else
+    mxfp4_kernel<<<grid_for(rows * cols / 2), 256>>>(packed, scale, rows, cols, static_cast<float*>(out));
+  check_launch("mxfp4 dequant kernel");
+}
+
+}  // namespace ds::cuda

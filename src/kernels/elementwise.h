@@ -1,0 +1,24 @@
+// Row-wise elementwise operations of the device forward (one interface for every device), over 2-D
+// row views [rows, cols] (unit column stride, any row stride) of equal shapes on one device:
+// dtype conversion, residual add, the sigmoid output gate and the SiTU-GLU product.
+#pragma once
+
+#include "core/tensor_view.h"
+
+namespace ds {
+
+// y = x converted to y's dtype (F32 <-> BF16 round to nearest even, or a plain copy).
+void cast_rows(const TensorView& x, const TensorView& y);
+
+// y += x (f32).
+void add_rows(const TensorView& x, const TensorView& y);
+
+// y *= sigmoid(g) (f32): gated MLA output o_proj(attn ⊙ sigmoid(g_proj(x))).
+void mul_sigmoid_rows(const TensorView& g, const TensorView& y);
+
+// SiTU-GLU (K3 `hidden_act: situ`), f32: y = [β₁ tanh(a/β₁) · sigmoid(a)] · [β₂ tanh(b/β₂)] with
+// a = gate, b = up (β₂ <= 0: the up branch is used as is). y may alias gate or up.
+void situ_mul_rows(const TensorView& gate, const TensorView& up, const TensorView& y, float beta,
+                   float linear_beta);
+
+}  // namespace ds
