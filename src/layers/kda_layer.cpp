@@ -76,12 +76,17 @@ void KdaLayer::forward(const LayerBatch& batch, std::span<const KdaSeqIO> io, co
            batch.n_seq());
   for (int s = 0; s < batch.n_seq(); ++s) {  // validate everything before any state changes
     const KdaSeqIO& sio = io[size_t(s)];
-    DS_CHECK(sio.state != nullptr, "kda layer: sequence {} has no state", s);
-    const KdaState& st = *sio.state;
-    DS_CHECK(st.n_head == H && st.head_dim == K && st.conv_window == w,
-             "kda layer: state shape H {} K {} window {} does not match layer H {} K {} window {}", st.n_head,
-             st.head_dim, st.conv_window, H, K, w);
-    DS_CHECK(sio.emit_after.empty() || sio.emitted, "kda layer: checkpoints requested without an output");
+    DS_CHECK(sio.state.valid(), "kda layer: sequence {} has no state", s);
+    const KdaStateShape want{int(H), int(K), int(w)};
+    const KdaStateShape& got = sio.state.shape;
+    DS_CHECK(got == want,
+             "kda layer: state shape H {} K {} window {} does not match layer H {} K {} window {}",
+             got.n_head, got.head_dim, got.conv_window, H, K, w);
+    DS_CHECK(sio.emit_to.size() == sio.emit_after.size(),
+             "kda layer: sequence {} has {} checkpoint offsets but {} destinations", s, sio.emit_after.size(),
+             sio.emit_to.size());
+    for (const KdaStateView& e : sio.emit_to)
+      DS_CHECK(e.valid() && e.shape == want, "kda layer: sequence {} has a bad checkpoint destination", s);
     int64_t prev = 0;
     for (int64_t p : sio.emit_after) {
       DS_CHECK(p > prev && p <= batch.len(s), "kda checkpoint offset {} not in ({}, {}] (ascending)", p, prev,
@@ -118,15 +123,14 @@ void KdaLayer::forward(const LayerBatch& batch, std::span<const KdaSeqIO> io, co
       std::any_of(io.begin(), io.end(), [](const KdaSeqIO& s) { return !s.emit_after.empty(); });
   if (any_emit) initial_conv.resize(size_t(batch.n_seq()) * 3 * P * w);
   for (int s = 0; s < batch.n_seq(); ++s) {
-    KdaState& st = *io[size_t(s)].state;
-    if (any_emit) std::copy(st.conv.begin(), st.conv.end(), initial_conv.begin() + s * 3 * P * w);
+    const KdaStateView& st = io[size_t(s)].state;
+    if (any_emit) std::copy_n(st.conv, 3 * P * w, initial_conv.begin() + s * 3 * P * w);
     const int64_t b = batch.begin(s), n = batch.len(s);
     const float* taps[3] = {p_.conv_q.data(), p_.conv_k.data(), p_.conv_v.data()};
     for (int i = 0; i < 3; ++i)
       short_conv_silu(f32_rows(pre.data() + i * TP + b * P, n, P),
                       TensorView::contiguous(const_cast<float*>(taps[i]), DType::F32, {P, W}),
-                      f32_vec(st.conv.data() + i * P * w, P * w),
-                      f32_rows(qkv.data() + i * TP + b * P, n, P));
+                      f32_vec(st.conv + i * P * w, P * w), f32_rows(qkv.data() + i * TP + b * P, n, P));
   }
   float* q = qkv.data();
   float* k = qkv.data() + TP;
@@ -146,8 +150,7 @@ void KdaLayer::forward(const LayerBatch& batch, std::span<const KdaSeqIO> io, co
     for (size_t e = 0; e < sio.emit_after.size(); ++e) {
       const int64_t b = batch.begin(s);
       const float* rows[3] = {pre.data() + b * P, pre.data() + TP + b * P, pre.data() + 2 * TP + b * P};
-      conv_window_at(initial_conv.data() + s * 3 * P * w, rows, P, w, sio.emit_after[e],
-                     (*sio.emitted)[(*sio.emitted).size() - sio.emit_after.size() + e].conv.data());
+      conv_window_at(initial_conv.data() + s * 3 * P * w, rows, P, w, sio.emit_after[e], sio.emit_to[e].conv);
     }
   }
 
@@ -169,7 +172,7 @@ void KdaLayer::run_core(const LayerBatch& batch, std::span<const KdaSeqIO> io, c
   for (int s = 0; s < batch.n_seq(); ++s) {
     const int64_t b = batch.begin(s), n = batch.len(s);
     if (n == 0 || n > opt_.recurrent_max_tokens || !io[size_t(s)].emit_after.empty()) continue;
-    float* S = io[size_t(s)].state->S.data();
+    float* S = io[size_t(s)].state.S;
     together.push_back(
         {{n, H, K, K}, {q + b * P, k + b * P, v + b * P, g + b * P, beta + b * H, S, o + b * P}});
     done[size_t(s)] = true;
@@ -178,26 +181,20 @@ void KdaLayer::run_core(const LayerBatch& batch, std::span<const KdaSeqIO> io, c
   for (int s = 0; s < batch.n_seq(); ++s) {
     if (done[size_t(s)]) continue;
     const KdaSeqIO& sio = io[size_t(s)];
-    KdaState& st = *sio.state;
+    const KdaStateView& st = sio.state;
     const int64_t b = batch.begin(s), n = batch.len(s);
-    DS_CHECK(sio.emit_after.empty() || sio.emitted, "kda layer: checkpoints requested without an output");
-    int64_t prev = 0;
-    for (size_t e = 0; e < sio.emit_after.size(); ++e) {
-      const int64_t p = sio.emit_after[e];
-      DS_CHECK(p > prev && p <= n, "kda checkpoint offset {} not in ({}, {}] (ascending)", p, prev, n);
-      prev = p;
-    }
-    if (sio.emitted) sio.emitted->reserve(sio.emitted->size() + sio.emit_after.size());
     size_t e = 0;
     int64_t seg0 = 0;
     while (seg0 < n) {
       // Segment end: the first offset the kernel cannot emit from seg0, else the piece end.
       int64_t seg1 = n;
       std::vector<int64_t> emit_rel;
+      std::vector<float*> out_ptr;
       size_t e_end = e;
       for (; e_end < sio.emit_after.size(); ++e_end) {
         const int64_t rel = sio.emit_after[e_end] - seg0;
         const bool aligned = rel % opt_.chunk == 0 || sio.emit_after[e_end] == n;
+        out_ptr.push_back(sio.emit_to[e_end].S);
         if (!aligned) {
           seg1 = sio.emit_after[e_end];
           emit_rel.push_back(seg1 - seg0);
@@ -207,28 +204,22 @@ void KdaLayer::run_core(const LayerBatch& batch, std::span<const KdaSeqIO> io, c
         emit_rel.push_back(rel);
       }
       const int64_t len = seg1 - seg0;
-      std::vector<KdaState> out(emit_rel.size(), st);
-      std::vector<float*> out_ptr;
-      for (KdaState& x : out) out_ptr.push_back(x.S.data());
       const KdaDims d{len, H, K, K};
       const int64_t r0 = b + seg0;
-      const KdaTensors t{q + r0 * P,    k + r0 * P,  v + r0 * P, g + r0 * P,
-                         beta + r0 * H, st.S.data(), o + r0 * P};
+      const KdaTensors t{q + r0 * P, k + r0 * P, v + r0 * P, g + r0 * P, beta + r0 * H, st.S, o + r0 * P};
       if (len <= opt_.recurrent_max_tokens) {
-        int64_t done = 0;  // recurrent: run up to each requested offset, then copy S
+        int64_t ran = 0;  // recurrent: run up to each requested offset, then copy S
         for (size_t i = 0; i <= emit_rel.size(); ++i) {
           const int64_t upto = i < emit_rel.size() ? emit_rel[i] : len;
-          const int64_t a = r0 + done;
-          const KdaTensors ts{q + a * P,    k + a * P,   v + a * P, g + a * P,
-                              beta + a * H, st.S.data(), o + a * P};
-          if (upto > done) kda_recurrent(KdaDims{upto - done, H, K, K}, ts, scale);
-          if (i < emit_rel.size()) out[i].S = st.S;
-          done = upto;
+          const int64_t a = r0 + ran;
+          const KdaTensors ts{q + a * P, k + a * P, v + a * P, g + a * P, beta + a * H, st.S, o + a * P};
+          if (upto > ran) kda_recurrent(KdaDims{upto - ran, H, K, K}, ts, scale);
+          if (i < emit_rel.size()) std::copy_n(st.S, st.shape.s_floats(), out_ptr[i]);
+          ran = upto;
         }
       } else {
         kda_chunked(d, t, scale, opt_.chunk, emit_rel, out_ptr);
       }
-      for (KdaState& x : out) sio.emitted->push_back(std::move(x));
       e = e_end;
       seg0 = seg1;
     }

@@ -2,7 +2,8 @@
 // over a packed batch of sequences:
 // q/k/v projections, causal short conv with the carried window + SiLU, per-head L2 norm (eps 1e-6),
 // low-rank forget gate, beta = sigmoid, the KDA core (chunked for prefill, recurrent for decode),
-// per-head gated RMSNorm with the low-rank output gate, o_proj. Reads/advances each KdaState.
+// per-head gated RMSNorm with the low-rank output gate, o_proj. Reads and advances each sequence's
+// state through a KdaStateView, and writes checkpoint states into the views it is given.
 #pragma once
 
 #include <cstdint>
@@ -37,9 +38,9 @@ struct KdaRunOptions {
 
 // Per sequence: its state and where to copy the state out (offsets in (0, n_new], ascending).
 struct KdaSeqIO {
-  KdaState* state = nullptr;
-  std::span<const int64_t> emit_after;       // token offsets within this piece
-  std::vector<KdaState>* emitted = nullptr;  // receives one KdaState per emit_after entry
+  KdaStateView state;                     // read, then advanced by the sequence's new tokens
+  std::span<const int64_t> emit_after;    // token offsets within this piece
+  std::span<const KdaStateView> emit_to;  // one destination per emit_after entry
 };
 
 // Intermediates of one forward, for the golden unit test (filled only when requested).

@@ -52,12 +52,21 @@ void MlaLayer::project_q(const float* x, int64_t T, float* q) const {
   linear(f32_rows(qa.data(), T, p_.q_b.cols), p_.q_b, f32_rows(q, T, p_.q_b.rows));
 }
 
-void MlaLayer::forward(const LayerBatch& batch, std::span<MlaCache* const> caches, const float* x, float* y,
-                       MlaAttnMode mode) const {
+void MlaLayer::forward(const LayerBatch& batch, std::span<const MlaLatentPages> latents, const float* x,
+                       float* y, MlaAttnMode mode) const {
   const int64_t T = batch.n_tokens(), H = cfg_.n_head, dq = cfg_.qk_head_dim();
   const int64_t dv = cfg_.v_head_dim, R = cfg_.kv_lora_rank, L = cfg_.latent_dim();
-  DS_CHECK(int64_t(caches.size()) == batch.n_seq(), "mla layer: {} caches for {} sequences", caches.size(),
-           batch.n_seq());
+  DS_CHECK(int64_t(latents.size()) == batch.n_seq(), "mla layer: {} latent views for {} sequences",
+           latents.size(), batch.n_seq());
+  for (int s = 0; s < batch.n_seq(); ++s) {
+    const MlaLatentPages& c = latents[size_t(s)];
+    DS_CHECK(c.latent_dim == L && c.pool != nullptr && c.page_tokens > 0,
+             "mla layer: sequence {} latent view (width {}) does not fit the layer (width {})", s,
+             c.latent_dim, L);
+    DS_CHECK(c.n_tokens >= 0 && c.n_tokens + batch.len(s) <= c.capacity(),
+             "mla layer: sequence {} needs {} latent rows, its pages hold {}", s, c.n_tokens + batch.len(s),
+             c.capacity());
+  }
   if (T == 0) return;
   std::vector<float> q(size_t(T * H * dq)), kv(size_t(T * L)), o(size_t(T * H * dv));
   if (cfg_.q_lora_rank == 0) {  // both projections of x in one batch
@@ -77,17 +86,15 @@ void MlaLayer::forward(const LayerBatch& batch, std::span<MlaCache* const> cache
   const bool absorbed = mode == MlaAttnMode::Absorbed || (mode == MlaAttnMode::Auto && decode);
   std::vector<LatentAttnSeq> absorbed_seqs;  // decode form: every sequence in one kernel call
   for (int s = 0; s < batch.n_seq(); ++s) {
-    MlaCache& c = *caches[size_t(s)];
-    DS_CHECK(c.latent_dim == L, "mla cache latent width {} != layer latent width {}", c.latent_dim, L);
+    const MlaLatentPages& c = latents[size_t(s)];
     const int64_t b = batch.begin(s), n = batch.len(s);
-    c.latent.insert(c.latent.end(), kv.begin() + b * L, kv.begin() + (b + n) * L);
-    c.n_tokens += n;
+    for (int64_t i = 0; i < n; ++i) std::copy_n(kv.data() + (b + i) * L, L, c.row(c.n_tokens + i));
     if (n == 0) continue;
     if (absorbed)
-      absorbed_seqs.push_back({q.data() + b * H * dq, H * dq, o.data() + b * H * dv, H * dv, n, c.n_tokens,
-                               LatentRows{c.latent.data(), {}, 1, L}});
+      absorbed_seqs.push_back({q.data() + b * H * dq, H * dq, o.data() + b * H * dv, H * dv, n,
+                               c.n_tokens + n, LatentRows{c.pool, c.pages, c.page_tokens, L}});
     else
-      attend_expanded(c, n, q.data() + b * H * dq, o.data() + b * H * dv);
+      attend_expanded(c, c.n_tokens + n, n, q.data() + b * H * dq, o.data() + b * H * dv);
   }
   // Absorbed form over the cached latents (kernels/attention.h): q̂ = W_UK,hᵀ q_nope,
   // score = q̂·c_t + q_pe·k_pe_t, o_h = W_UV,h Σ_t p_t c_t.
@@ -100,20 +107,30 @@ void MlaLayer::forward(const LayerBatch& batch, std::span<MlaCache* const> cache
 
 // Prefill form: k_t,h = [W_UK,h c_t ; k_pe_t], v_t,h = W_UV,h c_t for every cached t, then causal
 // softmax attention of the n newest positions over all Tc (kernels/attention.h).
-void MlaLayer::attend_expanded(const MlaCache& c, int64_t n, const float* q, float* o) const {
+void MlaLayer::attend_expanded(const MlaLatentPages& c, int64_t Tc, int64_t n, const float* q,
+                               float* o) const {
   const int64_t H = cfg_.n_head, dq = cfg_.qk_head_dim(), dn = cfg_.qk_nope_head_dim;
   const int64_t dv = cfg_.v_head_dim, R = cfg_.kv_lora_rank;
-  const int64_t L = cfg_.latent_dim(), Tc = c.n_tokens, KV = dn + dv;
+  const int64_t L = cfg_.latent_dim(), KV = dn + dv;
+  // The Tc latent rows as one matrix: in place when the pages are adjacent, else gathered.
+  std::vector<float> gathered;
+  const float* latent = c.row(0);
+  if (!c.contiguous(Tc)) {
+    gathered.resize(size_t(Tc * L));
+    for (int64_t t = 0; t < Tc; t += c.page_tokens)
+      std::copy_n(c.row(t), std::min(c.page_tokens, Tc - t) * L, gathered.data() + t * L);
+    latent = gathered.data();
+  }
   std::vector<float> kvb(size_t(Tc * H * KV));  // f32 [Tc, H, nope + v]
-  linear(f32_rows(c.latent.data(), Tc, p_.kv_b.cols, L), p_.kv_b,
-         f32_rows(kvb.data(), Tc, p_.kv_b.rows, H * KV), false);
+  linear(f32_rows(latent, Tc, p_.kv_b.cols, L), p_.kv_b, f32_rows(kvb.data(), Tc, p_.kv_b.rows, H * KV),
+         false);
   std::vector<float> k(size_t(Tc * H * dq)), v(size_t(Tc * H * dv));  // f32 [Tc, H, dq], [Tc, H, dv]
   for (int64_t t = 0; t < Tc; ++t)
     for (int64_t h = 0; h < H; ++h) {
       const float* kv_th = kvb.data() + (t * H + h) * KV;
       float* k_th = k.data() + (t * H + h) * dq;
       std::copy_n(kv_th, dn, k_th);
-      std::copy_n(c.row(t) + R, dq - dn, k_th + dn);  // shared k_pe (NoPE: not rotated)
+      std::copy_n(latent + t * L + R, dq - dn, k_th + dn);  // shared k_pe (NoPE: not rotated)
       std::copy_n(kv_th + dn, dv, v.data() + (t * H + h) * dv);
     }
   const AttnDims d{n, Tc, H, dq, dv};

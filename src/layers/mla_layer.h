@@ -1,7 +1,7 @@
 // MlaLayer: Multi-head Latent Attention of Kimi Linear (HF `modeling_kimi.py` KimiMLAAttention), NoPE.
-// Appends one latent [RMSNorm(c~) (eps 1e-6) ; k_pe] per token to each sequence's MlaCache, then attends
-// causally over the cache: expanded per-head K/V for prefill, the absorbed form over cached latents for
-// decode.
+// Writes one latent [RMSNorm(c~) (eps 1e-6) ; k_pe] per new token into each sequence's latent pages,
+// then attends causally over all its rows: expanded per-head K/V for prefill, the absorbed form over
+// the latents for decode.
 #pragma once
 
 #include <cstdint>
@@ -10,7 +10,7 @@
 
 #include "core/weight_view.h"
 #include "layers/layer_batch.h"
-#include "layers/mla_cache.h"
+#include "layers/mla_latents.h"
 #include "model/model_config.h"
 
 namespace ds {
@@ -39,16 +39,17 @@ class MlaLayer {
 
   MlaLayer(const MlaConfig& cfg, int64_t hidden, MlaParams params);
 
-  // y f32 [T, D] = MLA(x f32 [T, D]); caches has one entry per sequence and grows by its tokens.
-  void forward(const LayerBatch& batch, std::span<MlaCache* const> caches, const float* x, float* y,
+  // y f32 [T, D] = MLA(x f32 [T, D]); latents has one view per sequence: the layer writes rows
+  // [n_tokens, n_tokens + n_new) (the caller advances n_tokens afterwards) and reads rows [0, n_tokens).
+  void forward(const LayerBatch& batch, std::span<const MlaLatentPages> latents, const float* x, float* y,
                MlaAttnMode mode = MlaAttnMode::Auto) const;
 
   const MlaConfig& config() const { return cfg_; }
 
  private:
   void project_q(const float* x, int64_t T, float* q) const;  // q f32 [T, H*dq]
-  // o f32 [n, H*v] for the last n cached positions of one sequence; q f32 [n, H*dq].
-  void attend_expanded(const MlaCache& c, int64_t n, const float* q, float* o) const;
+  // o f32 [n, H*v] for the last n of the Tc rows of one sequence; q f32 [n, H*dq].
+  void attend_expanded(const MlaLatentPages& c, int64_t Tc, int64_t n, const float* q, float* o) const;
 
   MlaConfig cfg_;
   int64_t hidden_;

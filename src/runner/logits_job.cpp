@@ -12,22 +12,25 @@ namespace ds {
 
 LogitsJobResult run_logits_job(const ModelRunner& runner, const std::vector<int32_t>& tokens, int n_decode) {
   DS_CHECK(!tokens.empty(), "logits: the prompt has no tokens");
-  DS_CHECK(n_decode >= 0, "logits: --decode {} must be >= 0", n_decode);
+  DS_CHECK(n_decode >= 0, "logits: the number of decode steps must be >= 0, got {}", n_decode);
   LogitsJobResult r;
   r.vocab = runner.config().vocab_size;
   SequenceState st = runner.new_sequence();
-  ForwardBatch b;
-  b.seqs.push_back({tokens, &st, LogitsWant::All, {}});
-  r.logits = std::move(runner.forward(b).logits[0]);
-  const float* last = r.logits.data() + (int64_t(tokens.size()) - 1) * r.vocab;
-  int32_t next = int32_t(argmax(f32_vec(last, r.vocab)));
-  for (int j = 0; j < n_decode; ++j) {
-    r.decode_tokens.push_back(next);
-    ForwardBatch step;
-    step.seqs.push_back({std::span<const int32_t>(&r.decode_tokens.back(), 1), &st, LogitsWant::Last, {}});
-    const std::vector<float> l = std::move(runner.forward(step).logits[0]);
-    r.decode_logits.insert(r.decode_logits.end(), l.begin(), l.end());
-    next = int32_t(argmax(f32_vec(l.data(), r.vocab)));
+  // One greedy loop: feed the prompt (all logits), then each argmax back (one row per step).
+  std::vector<int32_t> feed = tokens;
+  for (int j = 0; j <= n_decode; ++j) {
+    ForwardBatch b;
+    b.seqs.push_back({feed, &st, j == 0 ? LogitsWant::All : LogitsWant::Last, {}});
+    std::vector<float> l = std::move(runner.forward(b).logits[0]);
+    if (j == 0)
+      r.logits = std::move(l);
+    else
+      r.decode_logits.insert(r.decode_logits.end(), l.begin(), l.end());
+    if (j == n_decode) break;
+    const float* last = j == 0 ? r.logits.data() + (int64_t(tokens.size()) - 1) * r.vocab
+                               : r.decode_logits.data() + (j - 1) * r.vocab;
+    r.decode_tokens.push_back(int32_t(argmax(f32_vec(last, r.vocab))));
+    feed.assign(1, r.decode_tokens.back());
   }
   return r;
 }
@@ -46,26 +49,6 @@ void write_logits_job(AtomicFile& file, const LogitsJobResult& r) {
     out.push_back({"decode_logits", DType::F32, {N, r.vocab}, r.decode_logits.data()});
   }
   write_safetensors(file, out);
-}
-
-std::vector<int32_t> greedy_generate(const ModelRunner& runner, const std::vector<int32_t>& tokens,
-                                     int max_new, bool stop_at_eos) {
-  DS_CHECK(!tokens.empty(), "generate: the prompt has no tokens");
-  DS_CHECK(max_new >= 0, "generate: --max-tokens {} must be >= 0", max_new);
-  const int64_t vocab = runner.config().vocab_size;
-  SequenceState st = runner.new_sequence();
-  std::vector<int32_t> out;
-  std::vector<int32_t> feed = tokens;
-  while (int(out.size()) < max_new) {
-    ForwardBatch b;
-    b.seqs.push_back({feed, &st, LogitsWant::Last, {}});
-    const std::vector<float> l = runner.forward(b).logits[0];
-    const int32_t next = int32_t(argmax(f32_vec(l.data(), vocab)));
-    out.push_back(next);
-    if (stop_at_eos && next == runner.config().eos_token_id) break;
-    feed.assign(1, next);
-  }
-  return out;
 }
 
 std::vector<int32_t> parse_token_list(const std::string& text, const std::string& source) {

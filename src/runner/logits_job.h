@@ -1,7 +1,7 @@
-// LogitsJob: what `deltaserve logits` / `deltaserve generate` compute, as library functions so
-// tests call exactly the CLI's code path. Decode semantics (fixture `decode` case):
-// decode_tokens[0] = argmax(last prompt logits); decode_logits[j] = logits after feeding
-// decode_tokens[j]; decode_tokens[j+1] = argmax(decode_logits[j]).
+// LogitsJob: what `deltaserve logits` computes, as library functions so tests call exactly the
+// CLI's code path (also the cold reference the engine's warm-equals-cold tests compare against). Decode
+// semantics (fixture `decode` case): decode_tokens[0] = argmax(last prompt logits); decode_logits[j] = logits
+// after feeding decode_tokens[j]; decode_tokens[j+1] = argmax(decode_logits[j]).
 #pragma once
 
 #include <cstdint>
@@ -28,10 +28,6 @@ LogitsJobResult run_logits_job(const ModelRunner& runner, const std::vector<int3
 // before the work (so a bad output location fails first) and commits it.
 void write_logits_job(const std::string& path, const LogitsJobResult& r);
 void write_logits_job(AtomicFile& file, const LogitsJobResult& r);
-
-// Greedy generation: prefill, then up to max_new tokens (stops after eos_token_id when stop_at_eos).
-std::vector<int32_t> greedy_generate(const ModelRunner& runner, const std::vector<int32_t>& tokens,
-                                     int max_new, bool stop_at_eos);
 
 inline constexpr int64_t kMaxTokenFileBytes = int64_t{256} << 20;  // ~20M token ids as text
 

@@ -23,7 +23,7 @@ size_t SequenceState::kda_bytes() const {
 
 size_t SequenceState::mla_bytes() const {
   size_t n = 0;
-  for (const MlaCache& m : mla) n += m.latent.size() * sizeof(float);
+  for (const MlaLatentStore& m : mla) n += size_t(m.n_tokens) * size_t(m.latent_dim) * sizeof(float);
   return n;
 }
 

@@ -49,7 +49,7 @@ std::vector<float> run_pieces(const KdaLayer& L, const std::vector<float>& x,
   for (int64_t n : pieces) {
     LayerBatch b;
     b.add(n);
-    const KdaSeqIO io[1] = {{st, {}, nullptr}};
+    const KdaSeqIO io[1] = {{st->view(), {}, {}}};
     L.forward(b, io, x.data() + off * kD, y.data() + off * kD);
     off += n;
   }
@@ -89,11 +89,13 @@ TEST(KdaLayer, CheckpointsEqualPrefixStates) {
   KdaState st = fresh();
   run_pieces(layer, x, {2}, &st);
   const std::vector<int64_t> at = {1, 3, 8, 16, 21, 35};
-  std::vector<KdaState> got;
+  std::vector<KdaState> got(at.size(), fresh());
   {
     LayerBatch b;
     b.add(T - 2);
-    const KdaSeqIO io[1] = {{&st, at, &got}};
+    std::vector<KdaStateView> to;
+    for (KdaState& g : got) to.push_back(g.view());
+    const KdaSeqIO io[1] = {{st.view(), at, to}};
     std::vector<float> y((T - 2) * kD);
     layer.forward(b, io, x.data() + 2 * kD, y.data());
   }
@@ -120,7 +122,7 @@ TEST(KdaLayer, BatchOfDifferentLengthsEqualsSeparateRuns) {
     b.add(n);
   }
   std::vector<KdaState> st(3, fresh());
-  const KdaSeqIO io[3] = {{&st[0], {}, nullptr}, {&st[1], {}, nullptr}, {&st[2], {}, nullptr}};
+  const KdaSeqIO io[3] = {{st[0].view(), {}, {}}, {st[1].view(), {}, {}}, {st[2].view(), {}, {}}};
   std::vector<float> y(x.size());
   layer.forward(b, io, x.data(), y.data());
   for (int s = 0; s < 3; ++s) {
@@ -139,18 +141,19 @@ TEST(KdaLayer, RejectsBadShapesAndCheckpointOffsets) {
   EXPECT_THROW(KdaLayer(small_kda(), 1e-5f, kD, p), Error);
   const KdaLayer layer(small_kda(), 1e-5f, kD, random_params(rw));
   KdaState st = fresh();
-  std::vector<KdaState> got;
+  KdaState got = fresh();
+  const KdaStateView to[1] = {got.view()};
   const std::vector<int64_t> bad = {5};
   LayerBatch b;
   b.add(3);
-  const KdaSeqIO io[1] = {{&st, bad, &got}};
+  const KdaSeqIO io[1] = {{st.view(), bad, to}};
   const std::vector<float> x = rw.vec(3 * kD, 1.0f);
   std::vector<float> y(x.size());
   EXPECT_THROW(layer.forward(b, io, x.data(), y.data()), Error);
   for (float v : st.conv) ASSERT_EQ(v, 0.0f);  // rejected before any state change
   KdaState wrong;
   wrong.init(3, int(kK), int(kW));
-  const KdaSeqIO io2[1] = {{&wrong, {}, nullptr}};
+  const KdaSeqIO io2[1] = {{wrong.view(), {}, {}}};
   EXPECT_THROW(layer.forward(b, io2, x.data(), y.data()), Error);
 }
 

@@ -108,15 +108,34 @@ void expect_near(const std::vector<float>& a, const std::vector<double>& b, doub
   for (size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], tol) << what << " at " << i;
 }
 
-// Runs pieces of x through one sequence's cache, returns the concatenated outputs.
+// Runs pieces of x through one sequence's latent store, returns the concatenated outputs.
 std::vector<float> run_pieces(const MlaLayer& L, const std::vector<float>& x, std::vector<int64_t> pieces,
-                              MlaAttnMode mode, MlaCache* cache) {
+                              MlaAttnMode mode, MlaLatentStore* store) {
   std::vector<float> y(x.size());
   int64_t off = 0;
   for (int64_t n : pieces) {
     LayerBatch b;
     b.add(n);
-    MlaCache* c[1] = {cache};
+    const MlaLatentPages c[1] = {store->pages(n)};
+    L.forward(b, c, x.data() + off * kD, y.data() + off * kD, mode);
+    store->n_tokens += n;
+    off += n;
+  }
+  return y;
+}
+
+// The same through a paged pool: pages of 4 rows at scattered ids (not adjacent in memory).
+std::vector<float> run_pieces_paged(const MlaLayer& L, const std::vector<float>& x,
+                                    std::vector<int64_t> pieces, MlaAttnMode mode, int latent_dim) {
+  constexpr int64_t kP = 4;
+  const std::vector<int32_t> page_ids = {7, 2, 9, 0, 5, 3, 8, 1, 6, 4};
+  std::vector<float> pool(page_ids.size() * kP * size_t(latent_dim), -1.0f);
+  std::vector<float> y(x.size());
+  int64_t off = 0;
+  for (int64_t n : pieces) {
+    LayerBatch b;
+    b.add(n);
+    const MlaLatentPages c[1] = {{pool.data(), page_ids, kP, latent_dim, off}};
     L.forward(b, c, x.data() + off * kD, y.data() + off * kD, mode);
     off += n;
   }
@@ -134,16 +153,20 @@ TEST_P(MlaForms, ExpandedAndAbsorbedMatchReference) {
   const std::vector<float> x = rw.vec(T * kD, 1.0f);
   const std::vector<double> ref = reference(cfg, p, x, T);
   for (MlaAttnMode mode : {MlaAttnMode::Expanded, MlaAttnMode::Absorbed}) {
-    MlaCache c;
+    MlaLatentStore c;
     c.init(cfg.latent_dim());
-    expect_near(run_pieces(layer, x, {T}, mode, &c), ref, 2e-5, "one shot");
+    const std::vector<float> one = run_pieces(layer, x, {T}, mode, &c);
+    expect_near(one, ref, 2e-5, "one shot");
     EXPECT_EQ(c.n_tokens, T);
-    MlaCache c2;
+    MlaLatentStore c2;
     c2.init(cfg.latent_dim());
     expect_near(run_pieces(layer, x, {5, 1, 7}, mode, &c2), ref, 2e-5, "pieces");
     EXPECT_EQ(c2.latent, c.latent);
+    // Through scattered pages: the same numbers as the contiguous store.
+    EXPECT_EQ(run_pieces_paged(layer, x, {5, 1, 7}, mode, int(cfg.latent_dim())),
+              run_pieces(layer, x, {5, 1, 7}, mode, &(c2 = MlaLatentStore{int(cfg.latent_dim()), 0, {}})));
   }
-  MlaCache c3;  // Auto: prefill expanded, then absorbed one token at a time
+  MlaLatentStore c3;  // Auto: prefill expanded, then absorbed one token at a time
   c3.init(cfg.latent_dim());
   expect_near(run_pieces(layer, x, {4, 1, 1, 1, 1, 1, 1, 1, 1, 1}, MlaAttnMode::Auto, &c3), ref, 2e-5,
               "decode");
@@ -160,21 +183,21 @@ TEST(MlaLayer, LongPrefillMatchesReference) {
   const int64_t T = 300;
   const std::vector<float> x = rw.vec(T * kD, 1.0f);
   const std::vector<double> ref = reference(cfg, p, x, T);
-  MlaCache c;
+  MlaLatentStore c;
   c.init(cfg.latent_dim());
   expect_near(run_pieces(layer, x, {T}, MlaAttnMode::Expanded, &c), ref, 2e-5, "one shot");
-  MlaCache c2;
+  MlaLatentStore c2;
   c2.init(cfg.latent_dim());
   expect_near(run_pieces(layer, x, {270, 30}, MlaAttnMode::Expanded, &c2), ref, 2e-5, "two pieces");
 }
 
-TEST(MlaLayer, CacheHoldsNormedLatentThenKpe) {
+TEST(MlaLayer, LatentsHoldNormedLatentThenKpe) {
   RandomWeights rw(12);
   const MlaConfig cfg = small_mla(0);
   const MlaParams p = random_params(rw, cfg);
   const MlaLayer layer(cfg, kD, p);
   const std::vector<float> x = rw.vec(2 * kD, 1.0f);
-  MlaCache c;
+  MlaLatentStore c;
   c.init(cfg.latent_dim());
   run_pieces(layer, x, {2}, MlaAttnMode::Auto, &c);
   const std::vector<double> kv = testing::ref_linear(std::vector<double>(x.begin(), x.end()), 2, p.kv_a);
@@ -191,8 +214,8 @@ TEST(MlaLayer, BatchOfDifferentLengthsEqualsSeparateRuns) {
   const MlaConfig cfg = small_mla(0);
   const MlaLayer layer(cfg, kD, random_params(rw, cfg));
   const std::vector<float> xa = rw.vec(6 * kD, 1.0f), xb = rw.vec(2 * kD, 1.0f);
-  MlaCache a, b, a1, b1;
-  for (MlaCache* c : {&a, &b, &a1, &b1}) c->init(cfg.latent_dim());
+  MlaLatentStore a, b, a1, b1;
+  for (MlaLatentStore* c : {&a, &b, &a1, &b1}) c->init(cfg.latent_dim());
   const std::vector<float> ya = run_pieces(layer, xa, {6}, MlaAttnMode::Auto, &a1);
   const std::vector<float> yb = run_pieces(layer, xb, {2}, MlaAttnMode::Auto, &b1);
   std::vector<float> x(xa), y(8 * kD);
@@ -200,8 +223,8 @@ TEST(MlaLayer, BatchOfDifferentLengthsEqualsSeparateRuns) {
   LayerBatch lb;
   lb.add(6);
   lb.add(2);
-  MlaCache* caches[2] = {&a, &b};
-  layer.forward(lb, caches, x.data(), y.data());
+  const MlaLatentPages latents[2] = {a.pages(6), b.pages(2)};
+  layer.forward(lb, latents, x.data(), y.data());
   for (int64_t i = 0; i < 6 * kD; ++i) EXPECT_NEAR(y[size_t(i)], ya[size_t(i)], 1e-6);
   for (int64_t i = 0; i < 2 * kD; ++i) EXPECT_NEAR(y[size_t(6 * kD + i)], yb[size_t(i)], 1e-6);
 }

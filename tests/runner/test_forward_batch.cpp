@@ -40,7 +40,7 @@ TEST(ForwardBatch, CheckpointsEqualPrefixStatesAndResume) {
       if (r.config().layer_kind[size_t(l)] == LayerKind::Kda) {
         resume.kda[size_t(l)] = cp.kda[size_t(l)];
       } else {
-        MlaCache& c = resume.mla[size_t(l)];
+        MlaLatentStore& c = resume.mla[size_t(l)];
         c.n_tokens = cp.n_tokens;
         c.latent.assign(st.mla[size_t(l)].latent.begin(),
                         st.mla[size_t(l)].latent.begin() + cp.n_tokens * c.latent_dim);

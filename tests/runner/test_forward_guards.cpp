@@ -81,7 +81,7 @@ TEST(ForwardGuards, NanWeightsAreAnErrorNotTokenZero) {
       "nan", [](nlohmann::json&) {}, "model.norm.weight");
   const auto runner = ModelRunner::load(dir);
   EXPECT_NE(error_message([&] {
-              greedy_generate(*runner, {1, 2, 3}, 2, false);
+              run_logits_job(*runner, {1, 2, 3}, 2);
             }).find("non-finite logits"),
             std::string::npos);
   EXPECT_NE(error_message([&] {

@@ -146,7 +146,7 @@ TEST(KimiLinearTinyGolden, KdaLayer0IntermediatesMatchKdaCoreInputs) {
   st.init(r.config().kda.n_head, r.config().kda.head_dim, r.config().kda.conv_kernel);
   LayerBatch b;
   b.add(T);
-  const KdaSeqIO io[1] = {{&st, {}, nullptr}};
+  const KdaSeqIO io[1] = {{st.view(), {}, {}}};
   KdaTrace tr;
   kda->forward(b, io, x.data(), y.data(), &tr);
   expect_close(tr.q, golden_f32("kda_core.layer_0.q"), kStateAtol, kStateRtol, "layer0.q");

@@ -1,0 +1,23 @@
+// Sampler: one token from one row of logits under a request's SamplingParams. Greedy = argmax
+// (lowest id on ties). Otherwise softmax(logits / temperature), then top-k, top-p (smallest set of
+// the most likely tokens whose probability reaches top_p), min-p (drop tokens below min_p times the
+// most likely one), renormalise, and draw with u = a pure function of (seed, position): a request's
+// output depends only on its own logits, never on batch order. Non-finite logits are an error.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "sched/sampling_params.h"
+
+namespace ds {
+
+// The seed a request samples with: params.seed, or one derived from the request id.
+uint64_t sampling_seed(const SamplingParams& params, int64_t request_id);
+
+// logits f32 [vocab]; position = index of the token being sampled in the sequence. Throws
+// ds::Error (naming `what`) on a NaN/inf logit.
+int32_t sample_token(std::span<const float> logits, const SamplingParams& params, uint64_t seed,
+                     int64_t position, const char* what = "logits");
+
+}  // namespace ds

@@ -1,0 +1,84 @@
+// Sampler: greedy is argmax (lowest id on ties), draws are a pure function of (seed, position),
+// top-k / top-p / min-p keep exactly the tokens they should, temperature sharpens or flattens, and
+// non-finite logits are an error.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+#include "core/check.h"
+#include "exec/sampler.h"
+
+namespace ds {
+namespace {
+
+const std::vector<float> kLogits = {1.0f, 3.0f, 2.0f, 3.0f, -1.0f, 0.5f};  // ids 1 and 3 tie at the top
+
+std::set<int32_t> drawn(const SamplingParams& p, int n = 2000) {
+  std::set<int32_t> seen;
+  for (int i = 0; i < n; ++i) seen.insert(sample_token(kLogits, p, 42, i));
+  return seen;
+}
+
+TEST(Sampler, GreedyIsArgmaxLowestIdOnTies) {
+  EXPECT_EQ(sample_token(kLogits, SamplingParams{}, 1, 0), 1);
+}
+
+TEST(Sampler, DrawsArePureFunctionsOfSeedAndPosition) {
+  SamplingParams p;
+  p.temperature = 1.0f;
+  std::vector<int32_t> a, b, c;
+  for (int i = 0; i < 50; ++i) {
+    a.push_back(sample_token(kLogits, p, 9, i));
+    b.push_back(sample_token(kLogits, p, 9, i));
+    c.push_back(sample_token(kLogits, p, 10, i));
+  }
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, c);
+  EXPECT_EQ(sampling_seed(SamplingParams{.seed = 5}, 1), 5u);
+  EXPECT_NE(sampling_seed(SamplingParams{}, 1), sampling_seed(SamplingParams{}, 2));
+}
+
+TEST(Sampler, FiltersKeepExactlyTheirTokens) {
+  SamplingParams p;
+  p.temperature = 1.0f;
+  EXPECT_EQ(drawn(p), (std::set<int32_t>{0, 1, 2, 3, 4, 5}));
+  p.top_k = 3;  // 1, 3 (tied top) and 2
+  EXPECT_EQ(drawn(p), (std::set<int32_t>{1, 2, 3}));
+  p.top_k = 0;
+  p.top_p = 0.5f;  // the first tied token holds 0.38 of the mass, the two together 0.77
+  EXPECT_EQ(drawn(p), (std::set<int32_t>{1, 3}));
+  p.top_p = 1.0f;
+  p.min_p = 0.5f;  // keeps p >= 0.5 * p(top): ids 1, 3 (e^0) and 2 (e^-1 = 0.37 < 0.5: dropped)
+  EXPECT_EQ(drawn(p), (std::set<int32_t>{1, 3}));
+  p.min_p = 0.3f;
+  EXPECT_EQ(drawn(p), (std::set<int32_t>{1, 2, 3}));
+}
+
+TEST(Sampler, TemperatureChangesHowOftenTheTopTokensWin) {
+  auto top_share = [](float t) {
+    SamplingParams p;
+    p.temperature = t;
+    int top = 0;
+    for (int i = 0; i < 4000; ++i) {
+      const int32_t tok = sample_token(kLogits, p, 3, i);
+      top += tok == 1 || tok == 3;
+    }
+    return top / 4000.0;
+  };
+  EXPECT_GT(top_share(0.2f), 0.99);
+  EXPECT_LT(top_share(5.0f), 0.5);
+}
+
+TEST(Sampler, NonFiniteLogitsAndBadParamsAreErrors) {
+  std::vector<float> bad = kLogits;
+  bad[2] = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_THROW(sample_token(bad, SamplingParams{}, 1, 0), Error);
+  EXPECT_THROW(SamplingParams{.temperature = -1.0f}.validate(), Error);
+  EXPECT_THROW(SamplingParams{.top_p = 0.0f}.validate(), Error);
+  EXPECT_THROW(SamplingParams{.min_p = 1.5f}.validate(), Error);
+  EXPECT_THROW(SamplingParams{.top_k = -2}.validate(), Error);
+}
+
+}  // namespace
+}  // namespace ds
