@@ -19,7 +19,8 @@ void register_plan(CLI::App& app);
 void register_calibrate(CLI::App& app);
 // logits: token ids -> logits safetensors. Works; CPU only, one sequence, no cache.
 void register_logits(CLI::App& app);
-// generate: greedy generation from token ids. Works; CPU only, token ids only (no tokenizer).
+// generate: token ids through the engine (scheduler, prefix cache, CPU model executor), one prompt
+// or a JSONL batch (--requests). Works; CPU only, token ids only (no tokenizer).
 void register_generate(CLI::App& app);
 // bench: benchmarks; adds the bench_* subcommands below. Results belong in docs/perf.md.
 void register_bench(CLI::App& app);
