@@ -36,14 +36,16 @@ TEST(RequestBatch, ParsesAndRejectsBadLinesByName) {
   const auto r = parse_batch_requests(
       "{\"id\": \"a\", \"tokens\": [1, 2, 3], \"max_tokens\": 4}\n\n"
       "{\"id\": \"b\", \"tokens\": [4], \"max_tokens\": 2, \"after\": \"a\", \"extends\": true, "
-      "\"temperature\": 0.5, \"top_k\": 3, \"top_p\": 0.9, \"min_p\": 0.1, \"seed\": 7, \"stop_token_ids\": [9]}\n",
+      "\"temperature\": 0.5, \"top_k\": 3, \"top_p\": 0.9, \"min_p\": 0.1, \"seed\": 7, \"stop_token_ids\": "
+      "[9]}\n",
       "in.jsonl", 1000);
   ASSERT_EQ(r.size(), 2u);
   EXPECT_EQ(r[1].after, "a");
   EXPECT_TRUE(r[1].extends);
   EXPECT_EQ(r[1].sampling.top_k, 3);
   EXPECT_EQ(*r[1].sampling.seed, 7u);
-  EXPECT_NE(error_of("{\"id\": \"a\", \"tokens\": [1], \"max_tokens\": 0}").find("in.jsonl:1"), std::string::npos);
+  EXPECT_NE(error_of("{\"id\": \"a\", \"tokens\": [1], \"max_tokens\": 0}").find("in.jsonl:1"),
+            std::string::npos);
   EXPECT_NE(error_of("{\"id\": \"a\", \"tokens\": [1, 1000], \"max_tokens\": 2}").find("vocabulary"),
             std::string::npos);
   EXPECT_NE(error_of("{\"id\": \"a\", \"tokens\": [1], \"max_tokens\": 2, \"after\": \"z\"}").find("earlier"),
@@ -52,8 +54,9 @@ TEST(RequestBatch, ParsesAndRejectsBadLinesByName) {
                      "\"max_tokens\": 2}")
                 .find("in.jsonl:2: duplicate"),
             std::string::npos);
-  EXPECT_NE(error_of("{\"id\": \"a\", \"tokens\": [1], \"max_tokens\": 2, \"colour\": 1}").find("unknown key"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of("{\"id\": \"a\", \"tokens\": [1], \"max_tokens\": 2, \"colour\": 1}").find("unknown key"),
+      std::string::npos);
   EXPECT_NE(error_of("{\"id\": \"a\", \"tokens\": [1], \"max_tokens\": 2, \"top_p\": 0}").find("in.jsonl:1"),
             std::string::npos);
   EXPECT_NE(error_of("{\"id\": \"a\", \"tokens\": [1] ").find("not valid JSON"), std::string::npos);
