@@ -2,45 +2,13 @@
 
 #include <fmt/format.h>
 
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
-
 #include "core/check.h"
+#include "core/file_io.h"
 #include "engine/request_batch.h"
 
 namespace ds::cli {
-namespace {
 
-std::string read_text(const std::string& path) {
-  std::error_code ec;
-  DS_CHECK(std::filesystem::is_regular_file(path, ec), "--requests {}: not a regular file", path);
-  const auto size = std::filesystem::file_size(path, ec);
-  DS_CHECK(!ec && size <= (uint64_t{1} << 30), "--requests {}: larger than 1 GiB or unreadable", path);
-  std::ifstream f(path, std::ios::binary);
-  DS_CHECK(f.good(), "--requests {}: cannot open ({})", path, std::strerror(errno));
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-void write_atomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    DS_CHECK(f.good(), "--out {}: cannot write ({})", path, std::strerror(errno));
-    f << text;
-    f.flush();
-    DS_CHECK(f.good(), "--out {}: write failed ({})", path, std::strerror(errno));
-  }
-  DS_CHECK(std::rename(tmp.c_str(), path.c_str()) == 0, "--out {}: cannot rename from {} ({})", path, tmp,
-           std::strerror(errno));
-}
-
-}  // namespace
+constexpr int64_t kMaxRequestFileBytes = int64_t{1} << 30;
 
 std::vector<int32_t> generate_one(const std::string& model_dir, const std::vector<int32_t>& prompt,
                                   int max_tokens, bool stop_at_eos, const EngineFlags& flags) {
@@ -66,13 +34,9 @@ std::vector<int32_t> generate_one(const std::string& model_dir, const std::vecto
 
 void run_request_file(const std::string& model_dir, const std::string& requests_path,
                       const std::string& out_path, const EngineFlags& flags) {
-  std::error_code ec;
-  DS_CHECK(!std::filesystem::equivalent(requests_path, out_path, ec), "--out {} is the --requests file",
-           out_path);
-  const auto parent = std::filesystem::path(out_path).parent_path();
-  DS_CHECK(parent.empty() || std::filesystem::is_directory(parent, ec), "--out {}: {} is not a directory",
-           out_path, parent.string());
-  const std::string text = read_text(requests_path);
+  DS_CHECK(!same_file(requests_path, out_path), "--out {} is the --requests file", out_path);
+  AtomicFile out(out_path);  // a location that cannot be written fails before any work
+  const std::string text = read_file_capped(requests_path, kMaxRequestFileBytes, "requests file");
   const auto runner = ModelRunner::load(model_dir);
   const std::vector<BatchRequest> requests =
       parse_batch_requests(text, requests_path, runner->config().vocab_size);
@@ -80,7 +44,8 @@ void run_request_file(const std::string& model_dir, const std::string& requests_
   VirtualClock clock;
   Engine engine(model_engine_config(exec, flags), exec, clock);
   const std::vector<BatchResult> results = run_batch(engine, requests);
-  write_atomically(out_path, format_batch_results(results));
+  out.write(format_batch_results(results));
+  out.commit();
   int64_t cached = 0, prompt = 0, rejected = 0;
   for (const BatchResult& r : results) {
     cached += r.cached_tokens;

@@ -14,7 +14,8 @@ namespace ds::cli {
 std::vector<int32_t> generate_one(const std::string& model_dir, const std::vector<int32_t>& prompt,
                                   int max_tokens, bool stop_at_eos, const EngineFlags& flags);
 
-// Reads `requests_path`, runs the batch, writes `out_path` (atomically: a temporary file renamed).
+// Reads `requests_path` (at most 1 GiB), runs the batch, writes `out_path` atomically; an output
+// location that cannot be written fails before the model is loaded.
 void run_request_file(const std::string& model_dir, const std::string& requests_path,
                       const std::string& out_path, const EngineFlags& flags);
 

@@ -267,8 +267,10 @@ void ModelRunner::check_memory(std::span<const StepShape> seqs) const {
   if (need > have) {
     int64_t n_new = 0;
     for (const StepShape& in : seqs) n_new += in.n_new;
-    fail("forward: this batch ({} sequences, {} new tokens) needs about {} of memory, more than the {} available",
-         seqs.size(), n_new, bytes_text(need), bytes_text(have));
+    fail(
+        "forward: this batch ({} sequences, {} new tokens) needs about {} of memory, more than the {} "
+        "available",
+        seqs.size(), n_new, bytes_text(need), bytes_text(have));
   }
 }
 
@@ -287,16 +289,10 @@ void ModelRunner::check_inputs(size_t s, std::span<const int32_t> tokens, int64_
              n_tokens + int64_t(tokens.size()));
     prev = p;
   }
-  const int64_t need = forward_bytes_estimate(batch);
-  const int64_t have = opt_.max_forward_bytes > 0 ? opt_.max_forward_bytes : available_memory_bytes();
-  if (need > have)
-    fail(
-        "forward: this batch ({} sequences, {} new tokens) needs about {} of memory, more than the {} "
-        "available",
-        batch.seqs.size(),
-        std::accumulate(batch.seqs.begin(), batch.seqs.end(), int64_t{0},
-                        [](int64_t a, const SequenceInput& in) { return a + int64_t(in.tokens.size()); }),
-        bytes_text(need), bytes_text(have));
+  const int64_t length = n_tokens + int64_t(tokens.size());
+  if (cfg_.max_position_tokens > 0 && length > cfg_.max_position_tokens)
+    fail("forward: sequence {} would hold {} tokens, more than the model's maximum of {}", s, length,
+         cfg_.max_position_tokens);
 }
 
 void ModelRunner::validate(const ForwardStep& step) const {
@@ -340,7 +336,8 @@ void ModelRunner::validate(const ForwardStep& step) const {
            "forward: two sequences (or layers) write the same latent page");
   std::vector<StepShape> shapes;
   for (const SequenceStep& in : step.seqs)
-    shapes.push_back({int64_t(in.tokens.size()), in.state.n_tokens, in.logits, int64_t(in.emit_state_at.size())});
+    shapes.push_back(
+        {int64_t(in.tokens.size()), in.state.n_tokens, in.logits, int64_t(in.emit_state_at.size())});
   check_memory(shapes);
 }
 
@@ -488,7 +485,8 @@ ForwardResult ModelRunner::forward(const ForwardBatch& batch) const {
   }
   std::vector<StepShape> shapes;
   for (const SequenceInput& in : batch.seqs)
-    shapes.push_back({int64_t(in.tokens.size()), in.state->n_tokens, in.logits, int64_t(in.emit_state_at.size())});
+    shapes.push_back(
+        {int64_t(in.tokens.size()), in.state->n_tokens, in.logits, int64_t(in.emit_state_at.size())});
   check_memory(shapes);
   ForwardStep step;
   step.capture_layer_outputs = batch.capture_layer_outputs;
