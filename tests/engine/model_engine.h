@@ -47,9 +47,13 @@ struct ModelEngine {
         engine(config(exec, c), exec, clock) {}
 
   static EngineConfig config(const ModelExecutor& exec, const CacheSetup& c) {
+    return config(exec.cache_sizes(), c);
+  }
+  // Also used by the device executor's tests (tests/gpu/device_engine.h).
+  static EngineConfig config(const CacheModelSizes& sizes, const CacheSetup& c) {
     EngineConfig e;
     e.scheduler = {.max_step_tokens = c.step_tokens, .max_running = c.max_running};
-    e.cache.sizes = exec.cache_sizes();
+    e.cache.sizes = sizes;
     e.cache.page_tokens = c.page_tokens;
     e.cache.retention = c.retention;
     e.cache.eviction = c.eviction;

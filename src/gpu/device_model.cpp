@@ -1,0 +1,295 @@
+#include "gpu/device_model.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <ostream>
+#include <set>
+
+#include "core/check.h"
+#include "gpu/device_attn_res.h"
+#include "gpu/forward_context.h"
+#include "kernels/elementwise.h"
+#include "kernels/expert_linear.h"
+#include "kernels/gather.h"
+#include "kernels/linear.h"
+#include "kernels/norm.h"
+#include "model/safetensors.h"
+#include "model/weights.h"
+
+namespace ds {
+namespace {
+
+double gib(int64_t bytes) {
+  return double(bytes) / double(int64_t(1) << 30);
+}
+
+// "\rweights  42% (12.3 / 29.0 GiB)" on a terminal's stderr, at most every whole percent.
+struct LoadProgress {
+  bool on = isatty(fileno(stderr)) != 0;
+  int last = -1;
+  void operator()(int64_t done, int64_t total) {
+    if (!on || total <= 0) return;
+    const int pct = int(std::min<int64_t>(100, done * 100 / total));
+    if (pct == last) return;
+    last = pct;
+    std::fprintf(stderr, "\rloading weights %3d%% (%.1f / %.1f GiB)", pct, gib(done), gib(total));
+    if (pct == 100) std::fprintf(stderr, "\n");
+  }
+};
+
+}  // namespace
+
+// ---- ForwardContext ----------------------------------------------------------------------------
+
+ForwardContext::ForwardContext(const ModelConfig& c, const DeviceWeights& dw, DevicePools& p, bool exact,
+                               const DeviceStep& step)
+    : cfg(c), w(dw), pools(p), device(dw.device), exact_kda(exact) {
+  N = int(step.seqs.size());
+  cu.push_back(0);
+  std::vector<int32_t> ids_h, seq_h, pos_h, table_h, offset_h;
+  decode = true;
+  for (int n = 0; n < N; ++n) {
+    const DeviceSeqStep& s = step.seqs[size_t(n)];
+    const int64_t len = int64_t(s.tokens.size());
+    cu.push_back(cu.back() + len);
+    live.push_back(s.live_slot);
+    decode = decode && len == 1;
+    offset_h.push_back(int32_t(table_h.size()));
+    table_h.insert(table_h.end(), s.pages.begin(), s.pages.end());
+    for (int64_t i = 0; i < len; ++i) {
+      ids_h.push_back(s.tokens[size_t(i)]);
+      seq_h.push_back(n);
+      pos_h.push_back(int32_t(s.n_past + i));
+    }
+    for (const DeviceCheckpoint& ck : s.checkpoints)
+      checkpoints.push_back({n, ck.slot, ck.position - s.n_past});
+  }
+  T = cu.back();
+  n_page_table = int64_t(table_h.size());
+  ids = Buffer::from_host<int32_t>(device, ids_h);
+  tok_seq = Buffer::from_host<int32_t>(device, seq_h);
+  tok_pos = Buffer::from_host<int32_t>(device, pos_h);
+  page_table = Buffer::from_host<int32_t>(device, table_h);
+  page_offset = Buffer::from_host<int32_t>(device, offset_h);
+  live_dev = Buffer::from_host<int32_t>(device, live);
+}
+
+MlaPagedLatents ForwardContext::paged(int mla_layer) const {
+  MlaPagedLatents p;
+  p.pool = pools.latents(mla_layer);
+  p.n_pages = pools.n_pages();
+  p.page_tokens = pools.page_tokens();
+  p.R = cfg.mla.kv_lora_rank;
+  p.dr = cfg.mla.qk_rope_head_dim;
+  p.page_table = i32(page_table, n_page_table);
+  p.page_offset = i32(page_offset, N);
+  p.tok_seq = i32(tok_seq, T);
+  p.tok_pos = i32(tok_pos, T);
+  p.device = device;
+  return p;
+}
+
+namespace {
+
+// x f32 rows converted to bf16 in `scratch` (which the returned view points into).
+TensorView bf16_copy(const TensorView& x, Buffer& scratch) {
+  const int64_t rows = x.shape[0], cols = x.shape[1];
+  scratch = Buffer(x.device, rows * cols * 2);
+  const TensorView xb = TensorView::matrix(scratch.data(), DType::BF16, rows, cols, -1, x.device);
+  cast_rows(x, xb);
+  return xb;
+}
+
+}  // namespace
+
+void ForwardContext::proj(const TensorView& x, const WeightView& wv, const TensorView& y,
+                          bool accumulate) const {
+  Buffer scratch;
+  const bool cast = wv.device == Device::Cuda && wv.dtype == DType::BF16;
+  linear(cast ? bf16_copy(x, scratch) : x, wv, y, accumulate);
+}
+
+void ForwardContext::proj(const TensorView& x, const ExpertLinear& wv, const TensorView& y,
+                          bool accumulate) const {
+  if (!wv.is_mxfp4()) return proj(x, wv.dense, y, accumulate);
+  Buffer scratch;  // MXFP4 on CUDA is dequantised to x's dtype: bf16 in bf16 mode
+  const bool cast = wv.device() == Device::Cuda && w.precision == Precision::BF16;
+  expert_linear(cast ? bf16_copy(x, scratch) : x, wv, y, accumulate);
+}
+
+// ---- DeviceModel -------------------------------------------------------------------------------
+
+std::unique_ptr<DeviceModel> DeviceModel::load(const std::string& dir, const DeviceModelOptions& opt,
+                                               std::ostream* log) {
+  std::unique_ptr<DeviceModel> m(new DeviceModel());
+  m->cfg_ = ModelConfig::load(dir);
+  m->opt_ = opt;
+  const ModelConfig& cfg = m->cfg_;
+  if (opt.device == Device::Cuda) {
+    DS_CHECK(cuda_available(), "{}: no usable CUDA device (a CPU-only build, or no GPU / driver)", dir);
+    DS_CHECK(cfg.kda.head_dim == 128 || cfg.n_kda_layers() == 0,
+             "{}: KDA head_dim {}; the CUDA KDA kernels take 128", dir, cfg.kda.head_dim);
+  }
+  const WeightFiles files = WeightFiles::open(dir, cfg.tensor_prefix());
+  const ModelWeights bound = ModelWeights::bind(cfg, files);
+  LoadProgress progress;
+  progress.on = progress.on && log != nullptr;
+  m->w_ = DeviceWeights::upload(cfg, bound, opt.device, opt.precision, std::ref(progress));
+  int k = 0, a = 0;
+  for (LayerKind kind : cfg.layer_kind) {
+    m->kda_index_.push_back(kind == LayerKind::Kda ? k++ : -1);
+    m->mla_index_.push_back(kind == LayerKind::Mla ? a++ : -1);
+  }
+  if (log) {
+    *log << fmt::format("weights on {} ({} GEMM weights): {:.2f} GiB\n", device_name(opt.device),
+                        precision_name(opt.precision), gib(m->w_.bytes()));
+    for (const auto& [part, bytes] : m->w_.bytes_by_part())
+      *log << fmt::format("  {:<22} {:8.3f} GiB\n", part, gib(bytes));
+    const KdaStateShape s = m->kda_state_shape();
+    *log << fmt::format("  per sequence: KDA state {:.1f} MiB (all layers), MLA latents {} B/token (f32)\n",
+                        double(int64_t(s.floats()) * 4 * k) / (1 << 20),
+                        int64_t(cfg.mla.latent_dim()) * 4 * a);
+  }
+  return m;
+}
+
+KdaStateShape DeviceModel::kda_state_shape() const {
+  return {cfg_.kda.n_head, cfg_.kda.head_dim, cfg_.kda.conv_kernel - 1};
+}
+
+DevicePools DeviceModel::make_pools(Device device, bool pinned, int64_t page_tokens) const {
+  return DevicePools(device, pinned, cfg_.n_mla_layers(), page_tokens, cfg_.mla.latent_dim(),
+                     cfg_.n_kda_layers(), kda_state_shape());
+}
+
+void DeviceModel::validate(const DeviceStep& step, const DevicePools& pools) const {
+  DS_CHECK(!step.seqs.empty(), "device forward: empty step");
+  DS_CHECK(pools.device() == opt_.device, "device forward: pools in {} memory, model on {}",
+           device_name(pools.device()), device_name(opt_.device));
+  DS_CHECK(pools.kda_shape() == kda_state_shape() && pools.latent_dim() == cfg_.mla.latent_dim(),
+           "device forward: pools were made for another model");
+  std::set<int32_t> live;
+  std::set<std::pair<int32_t, int64_t>> written;  // (page id, nothing) pages written this step
+  for (size_t s = 0; s < step.seqs.size(); ++s) {
+    const DeviceSeqStep& q = step.seqs[s];
+    const int64_t n = int64_t(q.tokens.size()), end = q.n_past + n;
+    DS_CHECK(n > 0 && q.n_past >= 0, "device forward: sequence {} has {} new tokens after {}", s, n,
+             q.n_past);
+    for (int32_t t : q.tokens)
+      DS_CHECK(t >= 0 && t < cfg_.vocab_size,
+               "device forward: sequence {} token {} is outside the vocabulary [0, {})", s, t,
+               cfg_.vocab_size);
+    DS_CHECK(q.live_slot >= 0 && q.live_slot < pools.n_slots(),
+             "device forward: sequence {} live slot {} not in [0, {})", s, q.live_slot, pools.n_slots());
+    DS_CHECK(live.insert(q.live_slot).second, "device forward: two sequences share live slot {}",
+             q.live_slot);
+    if (cfg_.n_mla_layers() > 0) {
+      DS_CHECK(int64_t(q.pages.size()) * pools.page_tokens() >= end,
+               "device forward: sequence {} has {} pages for {} tokens", s, q.pages.size(), end);
+      for (int64_t p = 0; p * pools.page_tokens() < end; ++p) {
+        const int32_t id = q.pages[size_t(p)];
+        DS_CHECK(id >= 0 && id < pools.n_pages(), "device forward: sequence {} page id {} not in [0, {})", s,
+                 id, pools.n_pages());
+        if ((p + 1) * pools.page_tokens() > q.n_past)
+          DS_CHECK(written.insert({id, 0}).second, "device forward: page {} is written by two sequences", id);
+      }
+    }
+    int64_t prev = q.n_past;
+    for (const DeviceCheckpoint& c : q.checkpoints) {
+      DS_CHECK(c.position > prev && c.position <= end,
+               "device forward: sequence {} checkpoint at {} not in ({}, {}] or not ascending", s, c.position,
+               prev, end);
+      DS_CHECK(c.slot >= 0 && c.slot < pools.n_slots(), "device forward: checkpoint slot {} not in [0, {})",
+               c.slot, pools.n_slots());
+      prev = c.position;
+    }
+  }
+  for (const DeviceSeqStep& q : step.seqs)
+    for (const DeviceCheckpoint& c : q.checkpoints)
+      DS_CHECK(!live.count(c.slot), "device forward: checkpoint slot {} is a live slot of this step", c.slot);
+}
+
+DeviceForwardResult DeviceModel::forward(const DeviceStep& step, DevicePools& pools) const {
+  validate(step, pools);
+  const ForwardContext ctx(cfg_, w_, pools, opt_.exact_kda, step);
+  const int64_t T = ctx.T, D = cfg_.hidden, V = cfg_.vocab_size;
+  const float eps = cfg_.rms_norm_eps;
+  DeviceForwardResult r;
+  auto capture = [&](const DevMat& m) {
+    if (step.capture_layer_outputs) r.layer_outputs.push_back(m.buf.to_host<float>());
+  };
+  DevMat x = ctx.mat(T, D), h = ctx.mat(T, D), y = ctx.mat(T, D);
+  embedding_rows(w_.embed, ctx.i32(ctx.ids, T), x.view());
+  auto mixer = [&](int l, const DevMat& in, const DevMat& out) {
+    const DeviceLayer& L = w_.layers[size_t(l)];
+    if (L.kda)
+      kda_mixer(ctx, *L.kda, kda_index_[size_t(l)], in.view(), out.view());
+    else
+      mla_mixer(ctx, *L.mla, mla_index_[size_t(l)], in.view(), out.view());
+  };
+  auto ffn = [&](int l, const DevMat& in, const DevMat& out) {
+    const DeviceLayer& L = w_.layers[size_t(l)];
+    if (L.moe)
+      moe_forward(ctx, *L.moe, in.view(), out.view());
+    else
+      glu_forward(ctx, *L.mlp, in.view(), out.view());
+  };
+  if (cfg_.attn_res_block_size > 0) {
+    DeviceAttnRes st(ctx, opt_.attn_res);
+    st.start(x);
+    for (int l = 0; l < cfg_.n_layer; ++l) {
+      const DeviceLayer& L = w_.layers[size_t(l)];
+      st.attn_input(l, h);
+      rmsnorm(h.view(), L.input_norm, eps, h.view());
+      mixer(l, h, y);
+      st.add_attn_output(l, y);
+      st.mlp_input(l, h);
+      rmsnorm(h.view(), L.post_norm, eps, h.view());
+      ffn(l, h, y);
+      st.add_mlp_output(y);
+      capture(st.partial());
+    }
+    st.final_output(x);
+  } else {
+    for (int l = 0; l < cfg_.n_layer; ++l) {
+      const DeviceLayer& L = w_.layers[size_t(l)];
+      rmsnorm(x.view(), L.input_norm, eps, h.view());
+      mixer(l, h, y);
+      add_rows(y.view(), x.view());
+      rmsnorm(x.view(), L.post_norm, eps, h.view());
+      ffn(l, h, y);
+      add_rows(y.view(), x.view());
+      capture(x);
+    }
+  }
+  // Final norm and lm_head over the rows that want logits, in one product.
+  std::vector<int32_t> rows;
+  std::vector<int64_t> first_row(size_t(ctx.N));
+  for (int n = 0; n < ctx.N; ++n) {
+    first_row[size_t(n)] = int64_t(rows.size());
+    const LogitsWant want = step.seqs[size_t(n)].logits;
+    if (want == LogitsWant::Last) rows.push_back(int32_t(ctx.cu[size_t(n) + 1] - 1));
+    if (want == LogitsWant::All)
+      for (int64_t t = ctx.cu[size_t(n)]; t < ctx.cu[size_t(n) + 1]; ++t) rows.push_back(int32_t(t));
+  }
+  r.logits.resize(size_t(ctx.N));
+  if (rows.empty()) return r;
+  const int64_t n_rows = int64_t(rows.size());
+  const Buffer idx = Buffer::from_host<int32_t>(opt_.device, rows);
+  DevMat hr = ctx.mat(n_rows, D), logits = ctx.mat(n_rows, V);
+  gather_rows(x.view(), ctx.i32(idx, n_rows), hr.view());
+  rmsnorm(hr.view(), w_.final_norm, eps, hr.view());
+  ctx.proj(hr.view(), w_.lm_head, logits.view());
+  const std::vector<float> all = logits.buf.to_host<float>();
+  for (int n = 0; n < ctx.N; ++n) {
+    const int64_t r0 = first_row[size_t(n)];
+    const int64_t r1 = n + 1 < ctx.N ? first_row[size_t(n) + 1] : n_rows;
+    r.logits[size_t(n)].assign(all.begin() + r0 * V, all.begin() + r1 * V);
+  }
+  return r;
+}
+
+}  // namespace ds

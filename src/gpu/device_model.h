@@ -1,0 +1,68 @@
+// DeviceModel: the whole Kimi Linear / Kimi K3 forward on one device over device-resident weights
+// (DeviceWeights) and step state (DevicePools). Every operation goes through the kernels/
+// interfaces, so the same code runs on CUDA (the GPU forward) and on the CPU (Device::Cpu: how CI
+// tests the layout, paging and checkpoint logic against the golden fixtures).
+//  - activations f32 between operations; GEMMs through `linear` (cuBLASLt on CUDA) with weights in
+//    the chosen precision (bf16 GEMM inputs are cast just before the product);
+//  - KDA: q/k/v projections into one [T, 3P] matrix, the batched short conv over the slot windows,
+//    the batched prefill (exact f32 recurrence in f32 mode or at unaligned checkpoints, the chunked
+//    kernel in bf16 mode) or, when every sequence brings one token, the fused decode kernel;
+//  - MLA: latents written into the sequence's pages, absorbed attention over the pages for prefill
+//    and decode alike (q̂ = W_UKᵀ q_nope per head, o = W_UV ctx per head);
+//  - MoE: router GEMM, routing on the host (layers/moe_router.h, the CPU rule bit for bit), token
+//    permutation, one GLU per active expert over its rows, weighted combine, shared experts;
+//    K3's LatentMoE projections and norm, SiTU-GLU, MXFP4 experts kept packed;
+//  - K3 Block AttnRes in the reference or the two-phase form.
+#pragma once
+
+#include <iosfwd>
+#include <memory>
+#include <string>
+
+#include "gpu/device_pools.h"
+#include "gpu/device_step.h"
+#include "gpu/device_weights.h"
+#include "layers/attn_res.h"
+#include "model/model_config.h"
+
+namespace ds {
+
+struct DeviceModelOptions {
+  Device device = Device::Cpu;
+  Precision precision = Precision::F32;
+  AttnResMode attn_res = AttnResMode::Reference;
+  // Exact f32 KDA recurrence for prefill (default: in f32 mode); otherwise the chunked kernel.
+  bool exact_kda = true;
+};
+
+class DeviceModel {
+ public:
+  // Loads config.json + safetensors from a checkpoint folder straight onto the device; prints a
+  // progress bar (terminal only) and the memory plan to `log` when given. Throws ds::Error.
+  static std::unique_ptr<DeviceModel> load(const std::string& dir, const DeviceModelOptions& opt,
+                                           std::ostream* log = nullptr);
+
+  const ModelConfig& config() const { return cfg_; }
+  const DeviceModelOptions& options() const { return opt_; }
+  Device device() const { return opt_.device; }
+  const DeviceWeights& weights() const { return w_; }
+  KdaStateShape kda_state_shape() const;
+  // Pools for this model on `device` (pinned: host tier).
+  DevicePools make_pools(Device device, bool pinned, int64_t page_tokens) const;
+
+  // Runs the step: writes the new tokens' latents into their pages, advances the live slots,
+  // writes the checkpoint slots, returns the requested logits. The pools must be on the model's
+  // device and hold every id of the step. Validates the step first (ds::Error, nothing written).
+  DeviceForwardResult forward(const DeviceStep& step, DevicePools& pools) const;
+
+ private:
+  DeviceModel() = default;
+  void validate(const DeviceStep& step, const DevicePools& pools) const;
+
+  ModelConfig cfg_;
+  DeviceModelOptions opt_;
+  DeviceWeights w_;
+  std::vector<int> mla_index_, kda_index_;  // [n_layer]: index among MLA / KDA layers, or -1
+};
+
+}  // namespace ds

@@ -1,0 +1,77 @@
+// Internal to src/gpu: what one DeviceModel::forward call shares between its layers — the packed
+// step's index arrays (host and device copies), the pools, scratch matrices and the projection
+// helper that feeds cuBLASLt the weights' dtype.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "gpu/device_pools.h"
+#include "gpu/device_step.h"
+#include "gpu/device_weights.h"
+#include "kernels/kda.h"
+#include "kernels/memory.h"
+#include "kernels/mla_attention.h"
+#include "model/model_config.h"
+
+namespace ds {
+
+// An owned f32 matrix [rows, cols] on a device, with row / column views.
+struct DevMat {
+  Buffer buf;
+  int64_t rows = 0, cols = 0;
+  Device device = Device::Cpu;
+
+  DevMat() = default;
+  DevMat(Device d, int64_t r, int64_t c)
+      : buf(d, r * c * int64_t(sizeof(float))), rows(r), cols(c), device(d) {}
+  float* data() const { return buf.as<float>(); }
+  TensorView view() const { return f32_rows(data(), rows, cols, cols, device); }
+  TensorView cols_view(int64_t c0, int64_t n) const { return f32_rows(data() + c0, rows, n, cols, device); }
+  TensorView rows_view(int64_t r0, int64_t n) const {
+    return f32_rows(data() + r0 * cols, n, cols, cols, device);
+  }
+  // The same memory as rows of width w (rows * cols == r * w).
+  TensorView reshaped(int64_t r, int64_t w) const { return f32_rows(data(), r, w, w, device); }
+  TensorView flat() const { return TensorView::contiguous(data(), DType::F32, {rows * cols}, device); }
+};
+
+struct ForwardContext {
+  const ModelConfig& cfg;
+  const DeviceWeights& w;
+  DevicePools& pools;
+  Device device;
+  bool exact_kda;
+  int64_t T = 0;                                  // packed tokens
+  int N = 0;                                      // sequences
+  bool decode = false;                            // every sequence brings one token
+  std::vector<int64_t> cu;                        // host [N + 1]
+  std::vector<int32_t> live;                      // host [N] live slots
+  std::vector<KdaCheckpointRequest> checkpoints;  // (seq, slot, tokens after the step's start), sorted
+  Buffer ids, tok_seq, tok_pos, page_table, page_offset, live_dev;  // I32 on the device
+  int64_t n_page_table = 0;
+
+  ForwardContext(const ModelConfig& c, const DeviceWeights& dw, DevicePools& p, bool exact,
+                 const DeviceStep& step);
+
+  DevMat mat(int64_t rows, int64_t cols) const { return DevMat(device, rows, cols); }
+  TensorView i32(const Buffer& b, int64_t n) const {
+    return TensorView::contiguous(b.data(), DType::I32, {n}, device);
+  }
+  // The paged latents of MLA layer `mla_layer` for this step's tokens.
+  MlaPagedLatents paged(int mla_layer) const;
+  // y (+)= x · Wᵀ; on CUDA, x is cast to the weight's dtype first when that is bf16.
+  void proj(const TensorView& x, const WeightView& w, const TensorView& y, bool accumulate = false) const;
+  void proj(const TensorView& x, const ExpertLinear& w, const TensorView& y, bool accumulate = false) const;
+};
+
+// Layer bodies (device_kda.cpp, device_mla.cpp, device_ffn.cpp): normed input n f32 [T, D] -> y.
+void kda_mixer(const ForwardContext& ctx, const DeviceKda& w, int kda_layer, const TensorView& n,
+               const TensorView& y);
+void mla_mixer(const ForwardContext& ctx, const DeviceMla& w, int mla_layer, const TensorView& n,
+               const TensorView& y);
+void glu_forward(const ForwardContext& ctx, const DeviceGlu& g, const TensorView& x, const TensorView& y,
+                 bool accumulate = false);
+void moe_forward(const ForwardContext& ctx, const DeviceMoe& w, const TensorView& x, const TensorView& y);
+
+}  // namespace ds

@@ -1,0 +1,34 @@
+// GpuExecutor under the Engine on the GPU (label gpu; skipped without a CUDA device), f32 mode:
+// warm equals cold for device hits, the pinned host tier, preemption and mixed batches.
+#include "../device_engine.h"
+#include "kernels/memory.h"
+
+namespace ds::test {
+namespace {
+
+class GpuExecutorCuda : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    if (!cuda_available()) GTEST_SKIP() << "no CUDA device: GPU test skipped";
+  }
+  const DeviceModel& model() const { return device_model(GetParam(), Device::Cuda); }
+};
+
+TEST_P(GpuExecutorCuda, FollowUpTurn) {
+  std::printf("    warm-vs-cold max |diff| %.3g\n", follow_up_turn(model()));
+}
+TEST_P(GpuExecutorCuda, HostTierRoundTrip) {
+  std::printf("    warm-vs-cold max |diff| %.3g\n", host_tier_round_trip(model()));
+}
+TEST_P(GpuExecutorCuda, Preemption) {
+  std::printf("    warm-vs-cold max |diff| %.3g\n", preemption(model()));
+}
+TEST_P(GpuExecutorCuda, MixedBatch) {
+  std::printf("    warm-vs-cold max |diff| %.3g\n", mixed_batch(model()));
+}
+
+INSTANTIATE_TEST_SUITE_P(Golden, GpuExecutorCuda, ::testing::Values(kKimiDir, kK3Dir),
+                         [](const auto& info) { return info.param == kKimiDir ? "KimiLinear" : "K3"; });
+
+}  // namespace
+}  // namespace ds::test

@@ -1,0 +1,151 @@
+// Warm equals cold through the Engine on the device executor (gpu/gpu_executor.h), shared by the
+// CPU run (tests/gpu/test_gpu_executor.cpp, CI) and the CUDA run (tests/gpu/cuda/, label gpu): a
+// request served from the prefix cache — device pages and checkpoint slots, the pinned host tier
+// after demotion and promotion, restores, preemption and recompute, mixed batches — produces the
+// greedy tokens and logits of the same request computed cold by the same device model (one prefill,
+// then one decode step per token).
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+
+#include "../engine/model_engine.h"
+#include "device_golden.h"
+#include "gpu/gpu_executor.h"
+
+namespace ds::test {
+
+// The engine over the device executor; the cache configuration of the CPU executor's tests.
+struct DeviceEngine {
+  DeviceEngine(const DeviceModel& m, const CacheSetup& c)
+      : exec(m, c.page_tokens,
+             GpuExecutorOptions{.max_running = c.max_running, .verify = true, .keep_logits = true}),
+        engine(ModelEngine::config(exec.cache_sizes(), c), exec, clock) {}
+
+  std::map<RequestId, Request> run() {
+    std::map<RequestId, Request> done;
+    while (!engine.idle())
+      for (Request& r : engine.step().finished) done.emplace(r.id, std::move(r));
+    return done;
+  }
+
+  GpuExecutor exec;
+  VirtualClock clock;
+  Engine engine;
+};
+
+// Both runs are f32 computations of the same function in different orders (prefill split at the
+// hit and in chunks, batched with other requests): Kimi Linear tiny within 1e-5, K3 tiny within
+// 5e-5 (its own f32 noise floor, see tests/engine/model_engine.h). Returns the largest difference.
+inline double expect_warm_equals_cold(const DeviceModel& m, const GpuExecutor& exec, const Request& r) {
+  const double tol = m.config().attn_res_block_size > 0 ? 5e-5 : 1e-5;
+  const int64_t V = m.config().vocab_size, n = r.n_output_tokens;
+  const std::vector<int32_t> prompt(r.tokens.begin(), r.tokens.begin() + r.n_prompt_tokens);
+  Harness h(m);
+  Harness::Seq s = h.new_seq();
+  std::vector<float> cold = h.run(s, prompt, LogitsWant::Last);
+  std::vector<int32_t> cold_tokens{argmax_row(cold.data(), V)};
+  for (int64_t j = 1; j < n; ++j) {
+    const std::vector<float> l = h.run(s, std::span(cold_tokens).subspan(size_t(j - 1), 1), LogitsWant::Last);
+    cold.insert(cold.end(), l.begin(), l.end());
+    cold_tokens.push_back(argmax_row(l.data(), V));
+  }
+  EXPECT_EQ(std::vector<int32_t>(r.tokens.begin() + r.n_prompt_tokens, r.tokens.end()), cold_tokens)
+      << "request " << r.id;
+  const std::vector<float>& warm = exec.sampled_logits(r.id);
+  EXPECT_EQ(int64_t(warm.size()), n * V) << "request " << r.id;
+  double worst = 0;
+  for (size_t i = 0; i < std::min(warm.size(), cold.size()); ++i)
+    worst = std::max(worst, std::fabs(double(warm[i]) - cold[i]));
+  EXPECT_LE(worst, tol) << "request " << r.id << " (hit " << r.n_hit_tokens << " tokens)";
+  return worst;
+}
+
+// ---- the scenarios --------------------------------------------------------------------------------
+
+// A follow-up turn hits the cache: every-block retention on the device alone, interval:32 with a
+// host tier.
+inline double follow_up_turn(const DeviceModel& m) {
+  const int32_t V = int32_t(m.config().vocab_size);
+  double worst = 0;
+  for (const auto& [retention, host] : {std::pair{"every-block", false}, std::pair{"interval:32", true}}) {
+    DeviceEngine de(m, {.retention = retention, .host_tokens = host ? 1 << 16 : 0});
+    std::mt19937_64 rng(7);
+    de.engine.add(make_request(1, random_tokens(rng, 150, V), 6));
+    const Request first = de.run().at(1);
+    de.engine.add(make_request(2, concat(first.tokens, random_tokens(rng, 37, V)), 5));
+    const Request second = de.run().at(2);
+    EXPECT_GT(second.n_hit_tokens, 0) << retention;
+    worst = std::max(
+        {worst, expect_warm_equals_cold(m, de.exec, first), expect_warm_equals_cold(m, de.exec, second)});
+  }
+  return worst;
+}
+
+// Unrelated requests push the first one's pages and checkpoints to the host tier; the follow-up
+// promotes them back.
+inline double host_tier_round_trip(const DeviceModel& m) {
+  const int32_t V = int32_t(m.config().vocab_size);
+  const CacheModelSizes sz = GpuExecutor(m, 16).cache_sizes();
+  const int64_t state_tokens = sz.checkpoint_bytes / sz.kv_bytes_per_token;
+  DeviceEngine de(m, {.retention = "every-block",
+                      .device_tokens = 4 * state_tokens + 600,
+                      .host_tokens = 80 * state_tokens,
+                      .max_running = 1});
+  std::mt19937_64 rng(11);
+  de.engine.add(make_request(1, random_tokens(rng, 150, V), 4));
+  const Request first = de.run().at(1);
+  for (RequestId id = 2; id <= 5; ++id) de.engine.add(make_request(id, random_tokens(rng, 150, V), 2));
+  de.run();
+  de.engine.add(make_request(9, concat(first.tokens, random_tokens(rng, 20, V)), 5));
+  const Request warm = de.run().at(9);
+  EXPECT_GT(warm.n_host_hit_tokens, 0);
+  EXPECT_GT(de.engine.cache().stats().pages_promoted, 0);
+  return expect_warm_equals_cold(m, de.exec, warm);
+}
+
+// Two requests that cannot both grow to their length: the newer is preempted and recomputed.
+inline double preemption(const DeviceModel& m) {
+  const int32_t V = int32_t(m.config().vocab_size);
+  const CacheModelSizes sz = GpuExecutor(m, 16).cache_sizes();
+  const int64_t state_tokens = sz.checkpoint_bytes / sz.kv_bytes_per_token;
+  DeviceEngine de(m,
+                  {.retention = "interval:64", .device_tokens = 5 * state_tokens + 300, .step_tokens = 48});
+  std::mt19937_64 rng(5);
+  de.engine.add(make_request(1, random_tokens(rng, 130, V), 70));
+  de.engine.add(make_request(2, random_tokens(rng, 120, V), 70));
+  const auto done = de.run();
+  EXPECT_EQ(done.size(), 2u);
+  EXPECT_GT(de.engine.scheduler().n_preemptions(), 0);
+  double worst = 0;
+  for (const auto& [id, r] : done) worst = std::max(worst, expect_warm_equals_cold(m, de.exec, r));
+  return worst;
+}
+
+// Many requests of different lengths in one batch, two of them hitting a shared prefix.
+inline double mixed_batch(const DeviceModel& m) {
+  const int32_t V = int32_t(m.config().vocab_size);
+  DeviceEngine de(m, {.retention = "every-block", .step_tokens = 512});
+  std::mt19937_64 rng(3);
+  de.engine.add(make_request(1, random_tokens(rng, 70, V), 3));
+  const Request first = de.run().at(1);
+  RequestId id = 2;
+  for (int64_t len : {1, 5, 17, 64, 65, 130})
+    de.engine.add(make_request(id++, random_tokens(rng, len, V), 5));
+  for (int64_t len : {3, 40})
+    de.engine.add(make_request(id++, concat(first.tokens, random_tokens(rng, len, V)), 6));
+  const auto done = de.run();
+  EXPECT_EQ(done.size(), 8u);
+  int hits = 0;
+  double worst = 0;
+  for (const auto& [rid, r] : done) {
+    hits += r.n_hit_tokens > 0;
+    worst = std::max(worst, expect_warm_equals_cold(m, de.exec, r));
+  }
+  EXPECT_EQ(hits, 2);
+  return worst;
+}
+
+}  // namespace ds::test

@@ -1,0 +1,31 @@
+// GpuExecutor under the Engine with the device forward on the CPU (Device::Cpu): warm equals cold
+// for hits from device pages and checkpoint slots, the host tier, preemption and mixed batches —
+// the CI coverage of the executor wiring the CUDA build runs on the GPU (tests/gpu/cuda/).
+#include "device_engine.h"
+
+namespace ds::test {
+namespace {
+
+class GpuExecutorCpu : public ::testing::TestWithParam<std::string> {
+ protected:
+  const DeviceModel& model() const { return device_model(GetParam(), Device::Cpu); }
+};
+
+TEST_P(GpuExecutorCpu, FollowUpTurn) {
+  std::printf("    warm-vs-cold max |diff| %.3g\n", follow_up_turn(model()));
+}
+TEST_P(GpuExecutorCpu, HostTierRoundTrip) {
+  std::printf("    warm-vs-cold max |diff| %.3g\n", host_tier_round_trip(model()));
+}
+TEST_P(GpuExecutorCpu, Preemption) {
+  std::printf("    warm-vs-cold max |diff| %.3g\n", preemption(model()));
+}
+TEST_P(GpuExecutorCpu, MixedBatch) {
+  std::printf("    warm-vs-cold max |diff| %.3g\n", mixed_batch(model()));
+}
+
+INSTANTIATE_TEST_SUITE_P(Golden, GpuExecutorCpu, ::testing::Values(kKimiDir, kK3Dir),
+                         [](const auto& info) { return info.param == kKimiDir ? "KimiLinear" : "K3"; });
+
+}  // namespace
+}  // namespace ds::test
