@@ -1,6 +1,7 @@
 // `deltaserve generate`: token ids in, token ids out, through the engine (scheduler + prefix cache
-// + the CPU model executor). Either one prompt (--tokens / --tokens-file; prints the generated ids)
-// or a batch of requests from a JSONL file (--requests IN --out OUT; see generate_requests.h).
+// + the model executor: the CPU one, or with --device cuda the GPU one). Either one prompt (--tokens /
+// --tokens-file; prints the generated ids) or a batch of requests from a JSONL file (--requests IN --out OUT;
+// see generate_requests.h).
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 

@@ -8,6 +8,8 @@
 #include "commands.h"
 #include "core/check.h"
 #include "core/file_io.h"
+#include "device_flags.h"
+#include "gpu/device_logits_job.h"
 #include "runner/logits_job.h"
 
 namespace ds::cli {
@@ -17,6 +19,7 @@ namespace {
 struct LogitsArgs {
   std::string model, tokens, tokens_file, out;
   int decode = 0;
+  DeviceFlags device;
 };
 
 std::vector<int32_t> prompt_tokens(const std::string& tokens, const std::string& tokens_file) {
@@ -46,8 +49,13 @@ void run_logits(const LogitsArgs& a) {
   check_out_is_not_an_input(a);
   AtomicFile out(a.out);  // a bad output location fails here, before the model is loaded
   const std::vector<int32_t> ids = prompt_tokens(a.tokens, a.tokens_file);
-  const auto runner = ModelRunner::load(a.model);
-  const LogitsJobResult r = run_logits_job(*runner, ids, a.decode);
+  LogitsJobResult r;
+  if (a.device.on_cuda()) {
+    r = run_device_logits_job(*load_device_model(a.model, a.device), ids, a.decode);
+  } else {
+    check_cpu_device_flags(a.device);
+    r = run_logits_job(*ModelRunner::load(a.model), ids, a.decode);
+  }
   write_logits_job(out, r);
   fmt::print("wrote {}: logits [{}, {}]{}\n", a.out, ids.size(), r.vocab,
              a.decode > 0
@@ -68,6 +76,7 @@ void register_logits(CLI::App& app) {
   cmd->add_option("--decode", a->decode,
                   "Then greedily decode N tokens with the cache; adds decode_tokens I32 [N] and "
                   "decode_logits F32 [N, vocab] (decode_logits[j] = logits after feeding decode_tokens[j])");
+  add_device_flags(*cmd, a->device);
   cmd->callback([a] { run_logits(*a); });
 }
 

@@ -14,6 +14,7 @@ void add_engine_flags(CLI::App& cmd, EngineFlags& f, bool with_budgets) {
   cmd.add_option("--page-tokens", f.page_tokens, "KV page size in tokens (also the checkpoint grid)")
       ->capture_default_str();
   if (!with_budgets) return;
+  add_device_flags(cmd, f.device);
   cmd.add_option("--tiers", f.tiers, "cache tiers: hbm | hbm,dram")->capture_default_str();
   cmd.add_option("--kv-budget-tokens", f.kv_budget_tokens, "device cache budget in MLA-KV tokens")
       ->capture_default_str();
@@ -24,7 +25,7 @@ void add_engine_flags(CLI::App& cmd, EngineFlags& f, bool with_budgets) {
   cmd.add_option("--max-running", f.max_running, "requests running at once")->capture_default_str();
 }
 
-EngineConfig model_engine_config(const ModelExecutor& exec, const EngineFlags& f) {
+EngineConfig model_engine_config(const CacheModelSizes& sizes, const EngineFlags& f) {
   DS_CHECK(f.page_tokens >= 1 && f.page_tokens <= 65536, "--page-tokens must be in [1, 65536], got {}",
            f.page_tokens);
   DS_CHECK(f.kv_budget_tokens >= 1 && f.kv_budget_tokens <= (int64_t{1} << 36),
@@ -39,7 +40,7 @@ EngineConfig model_engine_config(const ModelExecutor& exec, const EngineFlags& f
            f.tiers);
   EngineConfig c;
   c.scheduler = {.max_step_tokens = f.step_tokens, .max_running = f.max_running};
-  c.cache.sizes = exec.cache_sizes();
+  c.cache.sizes = sizes;
   c.cache.page_tokens = f.page_tokens;
   c.cache.retention = f.retention;
   c.cache.eviction = f.eviction;
@@ -56,6 +57,26 @@ EngineConfig model_engine_config(const ModelExecutor& exec, const EngineFlags& f
     fail("bad cache flags (--retention '{}', --eviction '{}'): {}", f.retention, f.eviction, e.what());
   }
   return c;
+}
+
+ModelBackend load_model_backend(const std::string& model_dir, const EngineFlags& f) {
+  ModelBackend b;
+  if (f.device.on_cuda()) {
+    DS_CHECK(f.max_running >= 1 && f.max_running <= 4096, "--max-running must be in [1, 4096], got {}",
+             f.max_running);
+    b.device_model = load_device_model(model_dir, f.device);
+    auto exec = std::make_unique<GpuExecutor>(*b.device_model, f.page_tokens,
+                                              GpuExecutorOptions{.max_running = f.max_running});
+    b.sizes = exec->cache_sizes();
+    b.exec = std::move(exec);
+    return b;
+  }
+  check_cpu_device_flags(f.device);
+  b.runner = ModelRunner::load(model_dir);
+  auto exec = std::make_unique<ModelExecutor>(*b.runner, f.page_tokens);
+  b.sizes = exec->cache_sizes();
+  b.exec = std::move(exec);
+  return b;
 }
 
 }  // namespace ds::cli

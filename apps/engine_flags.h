@@ -1,12 +1,15 @@
 // Engine flags shared by `generate` and `replay --executor model`: the prefix cache (retention,
-// eviction, tiers, budgets in MLA-KV tokens, page size) and the scheduler (step budget, running
-// requests), turned into an EngineConfig sized for a ModelExecutor's storage.
+// eviction, tiers, budgets in MLA-KV tokens, page size), the scheduler (step budget, running
+// requests) and where the model runs (--device cpu: ModelRunner + ModelExecutor; --device cuda:
+// the device forward + GpuExecutor), turned into an EngineConfig sized for the executor's storage.
 #pragma once
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
+#include <memory>
 #include <string>
 
+#include "device_flags.h"
 #include "engine/engine.h"
 #include "exec/model_executor.h"
 
@@ -21,6 +24,7 @@ struct EngineFlags {
   int64_t page_tokens = 64;
   int64_t step_tokens = 8192;
   int max_running = 256;
+  DeviceFlags device;
 };
 
 // --retention --eviction --tiers --kv-budget-tokens --host-budget-tokens --page-tokens
@@ -30,6 +34,19 @@ void add_engine_flags(CLI::App& cmd, EngineFlags& f, bool with_budgets = true);
 
 // The engine configuration for a model executor: byte sizes from the executor, budgets from the
 // flags. Errors name the flag.
-EngineConfig model_engine_config(const ModelExecutor& exec, const EngineFlags& f);
+EngineConfig model_engine_config(const CacheModelSizes& sizes, const EngineFlags& f);
+inline EngineConfig model_engine_config(const ModelExecutor& exec, const EngineFlags& f) {
+  return model_engine_config(exec.cache_sizes(), f);
+}
+
+// The model behind the engine, on the flags' device.
+struct ModelBackend {
+  std::unique_ptr<ModelRunner> runner;        // --device cpu
+  std::unique_ptr<DeviceModel> device_model;  // --device cuda
+  std::unique_ptr<Executor> exec;
+  CacheModelSizes sizes;
+  const ModelConfig& config() const { return runner ? runner->config() : device_model->config(); }
+};
+ModelBackend load_model_backend(const std::string& model_dir, const EngineFlags& f);
 
 }  // namespace ds::cli
