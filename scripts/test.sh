@@ -11,7 +11,7 @@ bash scripts/check_layers.sh
 # GPU machine). Skipped with a note where nvcc is absent, so the CPU test run never depends on it.
 if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then
   cmake -S . -B build-cuda -G Ninja -DCMAKE_BUILD_TYPE=Release -DDS_CUDA=ON >/dev/null
-  cmake --build build-cuda -j"$(nproc)" --target ds_kernels test_kernels_gpu ds_kda_capi
+  cmake --build build-cuda -j"$(nproc)" --target ds_kernels test_kernels_gpu ds_kda_capi test_model_gpu
 else
   echo "test.sh: no nvcc here: CUDA build skipped"
 fi
