@@ -157,6 +157,16 @@ TEST_F(Cli, IgnoredOrUnboundedSettingsAreRefused) {
   expect_error("bench cache --checkpoints -1", "--checkpoints must be >= 0, got -1");
 }
 
+TEST_F(Cli, DeviceFlagsAreChecked) {
+  const std::string logits = "logits --model " + kTiny + " --tokens 1,2 --out l.safetensors";
+  expect_error(logits + " --device tpu", "--device must be 'cpu' or 'cuda', got 'tpu'");
+  expect_error(logits + " --precision bf16",
+               "--precision bf16 needs --device cuda (the CPU model computes in f32)");
+  expect_error("generate --model " + kTiny + " --tokens 1,2 --device tpu",
+               "--device must be 'cpu' or 'cuda', got 'tpu'");
+  EXPECT_FALSE(fs::exists(dir_ / "l.safetensors"));
+}
+
 TEST_F(Cli, RejectedRequestsAreReportedNotZeros) {
   const CliRun r = run("replay " + kSmallTrace + " --concurrency 2 --tiers hbm --kv-budget-tokens 64 --json");
   ASSERT_EQ(r.status, 0) << r.output;
