@@ -46,6 +46,7 @@ struct BenchArgs {
   double bw_gbs = 45.0;        // streaming read, 2 threads, on the 2-core Zen 5 dev box
   double peak_gflops = 235.0;  // OpenBLAS sgemm 2048³ (OPENBLAS_CORETYPE=Haswell), 2 threads, same box
   bool measure_floor = false;  // measure both on this machine instead
+  bool huge_pages = false;     // load the weights into transparent huge pages (RunnerOptions::weights)
   std::string work_dir;        // where the synthetic checkpoint is written (default: temp dir)
 };
 
@@ -341,7 +342,9 @@ void print_row(const std::string& what, double tok_s, const Floor& f, double n_t
 
 void bench_model(const std::string& label, const std::string& dir, const BenchArgs& a) {
   const double t_load = now_s();
-  const auto runner = ModelRunner::load(dir);
+  RunnerOptions opt;
+  if (a.huge_pages) opt.weights = WeightMemory::HugePageCopy;
+  const auto runner = ModelRunner::load(dir, opt);
   const ModelConfig& cfg = runner->config();
   const ModelCost cost = model_cost(dir, cfg);
   fmt::print(
@@ -460,9 +463,10 @@ void run_bench_forward(BenchArgs a) {
     a.peak_gflops = m.sgemm_gflops;
   }
   fmt::print(
-      "bench forward: {} OpenMP threads, {} kernels, load average {} at start; floors: {:.0f} GB/s, {:.0f} "
-      "GFLOP/s\n",
-      omp_get_max_threads(), cpu_isa_name(cpu_isa_active()), load_average(), a.bw_gbs, a.peak_gflops);
+      "bench forward: {} OpenMP threads, {} kernels, weights {}, load average {} at start; floors: {:.0f} "
+      "GB/s, {:.0f} GFLOP/s\n",
+      omp_get_max_threads(), cpu_isa_name(cpu_isa_active()), a.huge_pages ? "in huge pages" : "mapped",
+      load_average(), a.bw_gbs, a.peak_gflops);
   if (a.kernels) bench_kernels(a);
   if (!a.skip_tiny) bench_model("tiny", a.model, a);
   if (!a.skip_small) {
@@ -502,6 +506,8 @@ void register_bench_forward(CLI::App& bench) {
   cmd->add_option("--context", a->context, "Prompt tokens per sequence before decoding");
   cmd->add_option("--bandwidth-gbs", a->bw_gbs, "Memory floor: streaming bandwidth in GB/s");
   cmd->add_option("--peak-gflops", a->peak_gflops, "Compute floor: f32 GEMM peak in GFLOP/s");
+  cmd->add_flag("--huge-pages", a->huge_pages,
+                "Copy the weights into transparent huge pages instead of mapping the files");
   cmd->add_flag("--measure-floor", a->measure_floor,
                 "Measure the floor on this machine (streaming read, OpenBLAS sgemm) and use it");
   cmd->add_option("--work-dir", a->work_dir,

@@ -103,16 +103,27 @@ std::unique_ptr<SafetensorsFile> SafetensorsFile::open_header(const std::string&
   return file;
 }
 
-std::unique_ptr<SafetensorsFile> SafetensorsFile::open(const std::string& path) {
+std::unique_ptr<SafetensorsFile> SafetensorsFile::open(const std::string& path, WeightMemory memory) {
   Fd f;
   const size_t size = open_safetensors_file(path, f);
-  void* map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, f.fd, 0);
-  if (map == MAP_FAILED) fail("cannot mmap {} ({} bytes): {}", path, size, std::strerror(errno));
   std::unique_ptr<SafetensorsFile> file(new SafetensorsFile());
   file->path_ = path;
-  file->map_ = map;
-  file->map_bytes_ = size;
-  const auto* base = static_cast<const uint8_t*>(map);
+  if (memory == WeightMemory::HugePageCopy) {
+    constexpr size_t kHuge = size_t(2) << 20;
+    const size_t bytes = (size + kHuge - 1) / kHuge * kHuge;
+    void* mem = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (mem == MAP_FAILED) fail("cannot allocate {} bytes for {}: {}", bytes, path, std::strerror(errno));
+    file->map_ = mem;  // unmapped by ~file from here on
+    file->map_bytes_ = bytes;
+    ::madvise(mem, bytes, MADV_HUGEPAGE);  // advice only: without THP the copy still works
+    pread_all(f.fd, static_cast<uint8_t*>(mem), size, 0, path);
+  } else {
+    void* map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, f.fd, 0);
+    if (map == MAP_FAILED) fail("cannot mmap {} ({} bytes): {}", path, size, std::strerror(errno));
+    file->map_ = map;
+    file->map_bytes_ = size;
+  }
+  const auto* base = static_cast<const uint8_t*>(file->map_);
   SafetensorsHeader h = SafetensorsHeader::parse({base, size}, size, path);  // on throw, ~file unmaps
   for (auto& [name, t] : h.tensors) t.data = base + h.data_start + h.offset.at(name);
   file->tensors_ = std::move(h.tensors);
@@ -161,10 +172,11 @@ std::map<std::string, std::vector<std::string>> read_index(const std::string& in
 
 }  // namespace
 
-WeightFiles WeightFiles::open(const std::string& dir, const std::string& prefix, bool header_only) {
+WeightFiles WeightFiles::open(const std::string& dir, const std::string& prefix, bool header_only,
+                              WeightMemory memory) {
   namespace fs = std::filesystem;
   auto open_file = [&](const std::string& p) -> std::shared_ptr<SafetensorsFile> {
-    return header_only ? SafetensorsFile::open_header(p) : SafetensorsFile::open(p);
+    return header_only ? SafetensorsFile::open_header(p) : SafetensorsFile::open(p, memory);
   };
   WeightFiles ck;
   std::error_code ec;

@@ -48,9 +48,18 @@ struct SafetensorsHeader {
                                  const std::string& source);
 };
 
+// Where an opened file's bytes live. Mapped: the file is mmapped (page-cache pages, 4 KiB each).
+// HugePageCopy: the file is read into anonymous memory advised for transparent huge pages (2 MiB):
+// the CPU forward streams every weight once per token, and on 4 KiB pages a TLB miss every 4 KiB
+// (and hardware prefetchers that stop at page boundaries) cap that stream well below the memory
+// bandwidth. Costs one read of the file at load and its size in private memory.
+enum class WeightMemory : uint8_t { Mapped, HugePageCopy };
+
 class SafetensorsFile {
  public:
-  static std::unique_ptr<SafetensorsFile> open(const std::string& path);  // throws ds::Error
+  static std::unique_ptr<SafetensorsFile> open(
+      const std::string& path,
+      WeightMemory memory = WeightMemory::Mapped);  // throws ds::Error
   // Reads and checks the header only (no mmap, data pointers null): for inventory checks of
   // checkpoints too large to map, e.g. sparse files in tests.
   static std::unique_ptr<SafetensorsFile> open_header(const std::string& path);
@@ -77,7 +86,8 @@ class SafetensorsFile {
 class WeightFiles {
  public:
   // `dir` is a checkpoint folder or one .safetensors file. header_only: see SafetensorsFile::open_header.
-  static WeightFiles open(const std::string& dir, const std::string& prefix = "", bool header_only = false);
+  static WeightFiles open(const std::string& dir, const std::string& prefix = "", bool header_only = false,
+                          WeightMemory memory = WeightMemory::Mapped);
   const TensorRef* find(std::string_view name) const;
   // Marks `name` used and returns it; throws naming the tensor if it is missing (shape unchecked).
   const TensorRef& require(std::string_view name) const;

@@ -172,8 +172,8 @@ std::unique_ptr<ModelRunner> ModelRunner::load(const std::string& dir, RunnerOpt
   r->cfg_ = ModelConfig::load(dir);
   r->opt_ = opt;
   const ModelConfig& cfg = r->cfg_;
-  auto loaded = std::make_shared<LoadedWeightFiles>(
-      LoadedWeightFiles{WeightFiles::open(dir, cfg.multimodal_wrapper ? "language_model." : ""), {}});
+  auto loaded = std::make_shared<LoadedWeightFiles>(LoadedWeightFiles{
+      WeightFiles::open(dir, cfg.multimodal_wrapper ? "language_model." : "", false, opt.weights), {}});
   loaded->w = ModelWeights::bind(cfg, loaded->ck);
   const ModelWeights& w = loaded->w;
   r->embed_ = view2d(w.embed);

@@ -17,6 +17,7 @@
 #include "layers/mla_layer.h"
 #include "layers/moe_layer.h"
 #include "model/model_config.h"
+#include "model/safetensors.h"
 #include "runner/forward_batch.h"
 
 namespace ds {
@@ -26,6 +27,7 @@ struct RunnerOptions {
   MlaAttnMode mla_mode = MlaAttnMode::Auto;
   AttnResMode attn_res_mode = AttnResMode::Reference;  // K3 Block AttnRes evaluation form
   int64_t max_forward_bytes = 0;  // memory one forward may use; 0 = what this machine has available
+  WeightMemory weights = WeightMemory::Mapped;  // mmapped, or copied into huge pages
 };
 
 class ModelRunner {

@@ -1,5 +1,6 @@
 // Safetensors: write/read round trip, the fixtures' headers, every malformed header or index is a
-// one-line error, sharded WeightFiles, prefix stripping and header-only opening.
+// one-line error, sharded WeightFiles, prefix stripping and header-only opening; the huge-page copy
+// holds the same bytes as the mapping.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -71,6 +72,21 @@ TEST(Safetensors, OpensFixtureWithMetadataAndDtypes) {
   EXPECT_EQ(v[1000], bf16_to_f32(h));
   expect_error([&] { tensor_to_f32(*f->find("model.layers.0.self_attn.A_log"), std::span<float>()); },
                {"A_log", "2 elements"});
+}
+
+TEST(Safetensors, HugePageCopyHoldsTheSameBytes) {
+  const std::string path = golden_dir("kimi-linear-tiny") + "/model.safetensors";
+  auto mapped = SafetensorsFile::open(path);
+  auto copied = SafetensorsFile::open(path, WeightMemory::HugePageCopy);
+  ASSERT_EQ(copied->tensors().size(), mapped->tensors().size());
+  for (const auto& [name, t] : mapped->tensors()) {
+    const TensorRef* c = copied->find(name);
+    ASSERT_NE(c, nullptr) << name;
+    EXPECT_NE(c->data, t.data) << name;  // its own memory, not the mapping
+    EXPECT_EQ(c->shape, t.shape) << name;
+    ASSERT_EQ(c->n_bytes, t.n_bytes) << name;
+    EXPECT_EQ(std::memcmp(c->data, t.data, t.n_bytes), 0) << name;
+  }
 }
 
 TEST(Safetensors, ParsesHeaderFields) {
