@@ -75,9 +75,9 @@ std::string prometheus_text(const ServingMetrics& m, const std::string& model_na
   gauge(out, "deltaserve_cache_lost_tokens_total",
         "KV-reachable prompt tokens lost to a missing KDA checkpoint.", "counter", L,
         double(m.cache.lost_tokens));
-  gauge(out, "deltaserve_checkpoints_stored_total", "KDA state checkpoints written.", "counter", L,
+  gauge(out, "deltaserve_checkpoints_created_total", "KDA state checkpoints written.", "counter", L,
         double(m.cache.checkpoints_created));
-  gauge(out, "deltaserve_checkpoints_evicted_total", "KDA state checkpoints that left the cache for good.",
+  gauge(out, "deltaserve_checkpoints_dropped_total", "KDA state checkpoints that left the cache for good.",
         "counter", L, double(m.cache.checkpoints_dropped));
   gauge(out, "deltaserve_checkpoints_restored_total", "Checkpoint restores (cache hits).", "counter", L,
         double(m.cache.checkpoints_used));
