@@ -98,7 +98,7 @@ AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
     if (fs::exists(dir, ec)) fail("cannot write {}: {} is not a directory", path_, dir.string());
     fail("cannot write {}: directory {} does not exist", path_, dir.string());
   }
-  std::string templ = (dir / ("." + target.filename().string() + ".tmp.XXXXXX")).string();
+  std::string templ = (dir / fmt::format(".{}.tmp.XXXXXX", target.filename().string())).string();
   fd_ = ::mkstemp(templ.data());
   if (fd_ < 0)
     fail("cannot write {}: cannot create a file in {}: {}", path_, dir.string(), errno_text(errno));
