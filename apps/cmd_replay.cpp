@@ -15,6 +15,7 @@
 #include "replay/replay_setup.h"
 #include "replay/report.h"
 #include "replay_endpoint.h"
+#include "replay_model.h"
 #include "trace/trace.h"
 #include "trace/trace_stats.h"
 
@@ -36,6 +37,8 @@ struct ReplayFlags {
   int threads = 2;
   ReplaySetup setup;
   EndpointFlags endpoint;
+  std::string executor = "sim";  // sim | model
+  int64_t page_tokens = 64;      // --executor model
 };
 
 std::vector<std::string> split(const std::string& s, char sep) {
@@ -137,6 +140,20 @@ void run(ReplayFlags& f, const CLI::App& cmd) {
   if (!f.endpoint.endpoint.empty())
     return run_endpoint_replay_cli(cmd, f.endpoint, f.setup, f.trace, f.skip_bad, f.setup.concurrency, f.json,
                                    f.out);
+  DS_CHECK(f.executor == "sim" || f.executor == "model", "--executor must be sim or model, got '{}'",
+           f.executor);
+  if (f.executor == "model") {
+    EngineFlags e;
+    if (!f.retention.empty()) e.retention = f.retention;
+    if (!f.eviction.empty()) e.eviction = f.eviction;
+    if (!f.tiers.empty()) e.tiers = f.tiers;
+    if (f.setup.kv_budget_tokens > 0) e.kv_budget_tokens = f.setup.kv_budget_tokens;
+    e.page_tokens = f.page_tokens;
+    e.step_tokens = f.setup.max_step_tokens;
+    e.max_running = f.setup.max_running;
+    return run_model_replay_cli(cmd, f.setup.model, e, f.setup, f.trace, f.skip_bad, f.setup.concurrency,
+                                f.endpoint.max_output_tokens, f.json, f.out);
+  }
   f.setup.variants = preset_variants.empty() ? variants_from(f) : preset_variants;
   DS_CHECK(f.kv_dtype == "fp8" || f.kv_dtype == "bf16", "--kv-dtype must be fp8 or bf16, got '{}'",
            f.kv_dtype);
@@ -293,6 +310,13 @@ void register_replay(CLI::App& app) {
   cmd->add_option("--out", flags->out, "directory for replay.json/.csv and SVG plots (default replay-out)");
   cmd->add_flag("--json", flags->json, "print one JSON document {\"runs\": [...]} on stdout");
   add_endpoint_options(*cmd, flags->endpoint);
+  cmd->add_option(
+         "--executor", flags->executor,
+         "sim (cost model, virtual clock) | model (the CPU model engine on a wall clock; --model is then "
+         "the checkpoint folder)")
+      ->capture_default_str();
+  cmd->add_option("--page-tokens", flags->page_tokens, "--executor model: KV page size in tokens")
+      ->capture_default_str();
   cmd->callback([flags, cmd] { run(*flags, *cmd); });
 }
 

@@ -10,8 +10,8 @@ namespace ds::cli {
 // One line per command: what it does, then its status (the README's table says the same). "works":
 // implemented end to end and covered by tests; limits are named.
 
-// replay: traces through the engine, scheduler and cache on the simulated executor, or with
-// --endpoint to an OpenAI-compatible server. Works; no real forward behind it yet.
+// replay: traces through the engine, scheduler and cache on the simulated executor, on the CPU model
+// engine (--executor model), or with --endpoint to an OpenAI-compatible server. Works.
 void register_replay(CLI::App& app);
 // plan: memory plan of a model on a node. Works.
 void register_plan(CLI::App& app);
@@ -22,6 +22,9 @@ void register_logits(CLI::App& app);
 // generate: token ids through the engine (scheduler, prefix cache, CPU model executor), one prompt
 // or a JSONL batch (--requests). Works; CPU only, token ids only (no tokenizer).
 void register_generate(CLI::App& app);
+// serve: OpenAI-compatible HTTP server over a checkpoint folder on the CPU model engine. Works; CPU
+// only, n = 1, no logprobs.
+void register_serve(CLI::App& app);
 // bench: benchmarks; adds the bench_* subcommands below. Results belong in docs/perf.md.
 void register_bench(CLI::App& app);
 

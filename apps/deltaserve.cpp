@@ -46,6 +46,7 @@ int main(int argc, char** argv) {
   ds::cli::register_calibrate(app);
   ds::cli::register_logits(app);
   ds::cli::register_generate(app);
+  ds::cli::register_serve(app);
   ds::cli::register_bench(app);
   // A closed stdout (`deltaserve replay | head -1`) must not kill the process before its output
   // files are written: ignore SIGPIPE and end quietly at the first failed write instead.
