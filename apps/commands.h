@@ -23,7 +23,7 @@ void register_logits(CLI::App& app);
 // or a JSONL batch (--requests). Works; CPU only, token ids only (no tokenizer).
 void register_generate(CLI::App& app);
 // serve: OpenAI-compatible HTTP server over a checkpoint folder on the CPU model engine. Works; CPU
-// only, n = 1, no logprobs.
+// only, n = 1.
 void register_serve(CLI::App& app);
 // bench: benchmarks; adds the bench_* subcommands below. Results belong in docs/perf.md.
 void register_bench(CLI::App& app);

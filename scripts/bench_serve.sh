@@ -1,19 +1,21 @@
 #!/usr/bin/env bash
-# Load benchmark of `deltaserve serve` (not a test): a small random-weight Kimi-Linear config
-# (written by `deltaserve bench forward --work-dir`), `replay --endpoint` at each concurrency
-# against one server, and the same trace through the in-process engine (`replay --executor model`)
-# for the HTTP overhead. Prints one table row per concurrency: errors, TTFT/TPOT, throughput, hit
-# rate, and the server's peak RSS (VmHWM).
-#   bash scripts/bench_serve.sh [concurrency list, default 1,2,4,8,16,32] [trace spec]
+# Load benchmark of `deltaserve serve` (not a test): a random-weight Kimi-Linear checkpoint (default
+# the tiny golden one; `small` = the 1.3 GB config `deltaserve bench forward --work-dir` writes),
+# `replay --endpoint` at each concurrency against one server, and the same trace through the
+# in-process engine (`replay --executor model`) for the HTTP overhead. Prints one table row per
+# concurrency: errors, TTFT/TPOT, throughput, hit rate, and the server's peak RSS (VmHWM).
+#   bash scripts/bench_serve.sh [concurrency list, default 1,2,4,8,16,32] [trace spec] [model dir|small]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ds=${DS_BIN:-build/apps/deltaserve}
 concs=${1:-1,2,4,8,16,32}
-trace=${2:-synthetic:sessions=32,turns=4,input=1024,output=32,system=512,think=0,seed=7}
-work=${DS_BENCH_DIR:-/tmp/ds-bench-small}
+trace=${2:-synthetic:sessions=32,turns=3,input=256,output=16,system=128,think=0,seed=7,context=2048}
+work=${3:-tests/golden/kimi-linear-tiny}
 flags=(--retention every-block --kv-budget-tokens 262144 --page-tokens 64 --max-running 64)
-if [ ! -f "$work/config.json" ]; then
-  "$ds" bench forward --skip-tiny --work-dir "$work" --prefill 64 --batch 1 --decode-steps 1 >/dev/null
+if [ "$work" = small ]; then
+  work=${DS_BENCH_DIR:-/tmp/ds-bench-small}
+  [ -f "$work/config.json" ] ||
+    "$ds" bench forward --skip-tiny --work-dir "$work" --prefill 64 --batch 1 --decode-steps 1 >/dev/null
 fi
 tmp=$(mktemp -d)
 pid=""

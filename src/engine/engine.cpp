@@ -45,6 +45,7 @@ EngineEvents Engine::step() {
     }
     StepEvents se = sched_.apply(plan, result.sampled_tokens);
     ev.tokens = std::move(se.tokens);
+    ev.logprobs = std::move(result.logprobs);
     ev.first_token = std::move(se.first_token);
     ev.finished = std::move(se.finished);
     ev.rejected = std::move(se.rejected);

@@ -12,9 +12,19 @@
 
 namespace ds {
 
+// A sampled token's log-probability under the model's distribution (log-softmax of the raw
+// logits, before temperature and filters) and the k most likely ids, best first.
+struct TokenLogprobs {
+  float logprob = 0;
+  std::vector<std::pair<int32_t, float>> top;
+};
+
 struct StepResult {
   std::vector<int32_t> sampled_tokens;  // one per plan entry with samples == true, in plan order
-  double duration_s = 0;                // time the step took (virtual for the simulator)
+  // Empty when no request of the step asked (SamplingParams::logprobs < 0 for all); otherwise one
+  // entry per sampled token, default-constructed for requests that did not ask.
+  std::vector<TokenLogprobs> logprobs;
+  double duration_s = 0;  // time the step took (virtual for the simulator)
 };
 
 class Executor {

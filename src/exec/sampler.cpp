@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <vector>
 
@@ -68,6 +69,27 @@ int32_t sample_token(std::span<const float> logits, const SamplingParams& p, uin
     if (u < cum) return order[size_t(i)];
   }
   return order[size_t(n - 1)];
+}
+
+TokenLogprobs token_logprobs(std::span<const float> logits, int32_t token, int k) {
+  DS_CHECK(token >= 0 && size_t(token) < logits.size(), "logprobs: token {} outside {} logits", token,
+           logits.size());
+  float mx = -std::numeric_limits<float>::infinity();
+  for (float x : logits) mx = std::max(mx, x);
+  double sum = 0;
+  for (float x : logits) sum += std::exp(double(x) - double(mx));
+  const double log_z = double(mx) + std::log(sum);
+  TokenLogprobs out;
+  out.logprob = float(double(logits[size_t(token)]) - log_z);
+  k = std::clamp(k, 0, int(logits.size()));
+  std::vector<int32_t> ids(logits.size());
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = int32_t(i);
+  std::partial_sort(ids.begin(), ids.begin() + k, ids.end(), [&](int32_t a, int32_t b) {
+    return logits[size_t(a)] != logits[size_t(b)] ? logits[size_t(a)] > logits[size_t(b)] : a < b;
+  });
+  for (int i = 0; i < k; ++i)
+    out.top.emplace_back(ids[size_t(i)], float(double(logits[size_t(ids[size_t(i)])]) - log_z));
+  return out;
 }
 
 }  // namespace ds

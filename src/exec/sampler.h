@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <span>
 
+#include "exec/executor.h"
 #include "sched/sampling_params.h"
 
 namespace ds {
@@ -19,5 +20,8 @@ uint64_t sampling_seed(const SamplingParams& params, int64_t request_id);
 // ds::Error (naming `what`) on a NaN/inf logit.
 int32_t sample_token(std::span<const float> logits, const SamplingParams& params, uint64_t seed,
                      int64_t position, const char* what = "logits");
+
+// Log-softmax of `logits` at `token`, and the k most likely ids (best first, lowest id on ties).
+TokenLogprobs token_logprobs(std::span<const float> logits, int32_t token, int k);
 
 }  // namespace ds

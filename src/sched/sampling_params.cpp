@@ -20,6 +20,8 @@ void SamplingParams::validate() const {
   DS_CHECK(std::isfinite(min_p) && min_p >= 0.0f && min_p <= 1.0f,
            "sampling: min_p must be in [0, 1], got {}", min_p);
   for (int32_t t : stop_token_ids) DS_CHECK(t >= 0, "sampling: stop token id {} is negative", t);
+  DS_CHECK(logprobs >= -1 && logprobs <= kMaxLogprobs, "sampling: logprobs must be in [-1, {}], got {}",
+           kMaxLogprobs, logprobs);
 }
 
 }  // namespace ds

@@ -12,6 +12,8 @@
 
 namespace ds {
 
+inline constexpr int32_t kMaxLogprobs = 20;  // most alternatives a request can ask for
+
 struct SamplingParams {
   float temperature = 0.0f;             // 0 = greedy (argmax, lowest id on ties); else > 0
   int32_t top_k = 0;                    // keep the k most likely tokens (0 = all)
@@ -19,6 +21,8 @@ struct SamplingParams {
   float min_p = 0.0f;                   // drop tokens below min_p x the top probability, [0, 1]
   std::optional<uint64_t> seed;         // unset: derived from the request id
   std::vector<int32_t> stop_token_ids;  // finish after sampling any of these
+  int32_t logprobs = -1;                // >= 0: report each sampled token's log-probability under
+                                        // the model (raw logits) and the `logprobs` most likely ids
 
   bool greedy() const { return temperature == 0.0f; }
   bool is_stop(int32_t token) const;

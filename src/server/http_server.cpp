@@ -12,6 +12,7 @@
 #include "core/check.h"
 #include "server/openai_api.h"
 #include "server/output_text.h"
+#include "tokenizer/utf8.h"
 
 namespace ds {
 
@@ -45,6 +46,8 @@ struct Generation {
   std::string object_id;
   int64_t created = 0;
   int64_t n_output = 0;  // tokens counted in the response (through a matched stop string)
+  Json logprobs;         // non-stream: accumulated OpenAI logprobs object (null = not asked)
+  int64_t text_offset = 0;
   bool cancelled_for_stop = false;
   bool sent_role = false;  // chat stream: first delta carries the role
   bool finished = false;
@@ -69,8 +72,11 @@ struct OpenAiServer::Impl {
   void handle_generation(const httplib::Request& hreq, httplib::Response& res, bool is_chat);
   std::vector<int32_t> build_prompt(const GenerationRequest& r) const;
   Request make_request(const GenerationRequest& r, std::vector<int32_t> prompt) const;
-  // Feeds one event into the generation; returns the text chunk and new token ids to send.
-  void consume(Generation& g, const StreamEvent& e, std::string& text, std::vector<int32_t>& ids);
+  // Feeds one event into the generation; returns the text chunk, new token ids and, when asked,
+  // the logprobs of those tokens (OpenAI's completions or chat shape).
+  void consume(Generation& g, const StreamEvent& e, std::string& text, std::vector<int32_t>& ids, Json* lp);
+  Json logprobs_json(Generation& g, const std::vector<int32_t>& ids, const std::vector<TokenLogprobs>& lps) const;
+  std::string token_text(int32_t id) const;
   Json chunk(const Generation& g, const std::string& text, const std::vector<int32_t>& ids,
              const char* finish_reason) const;
   Json final_body(const Generation& g, const std::string& text, const std::vector<int32_t>& ids,
@@ -131,6 +137,7 @@ Request OpenAiServer::Impl::make_request(const GenerationRequest& r, std::vector
   q.n_prompt_tokens = n_prompt;
   q.max_output_tokens = max_tokens;
   q.sampling = r.sampling;
+  q.sampling.logprobs = r.top_logprobs;
   if (!r.ignore_eos) q.sampling.stop_token_ids = cfg.eos_token_ids;
   for (int32_t t : r.stop_token_ids) {
     if (t >= cfg.vocab_size)
@@ -145,8 +152,50 @@ Request OpenAiServer::Impl::make_request(const GenerationRequest& r, std::vector
   return q;
 }
 
-void OpenAiServer::Impl::consume(Generation& g, const StreamEvent& e, std::string& text,
-                                 std::vector<int32_t>& ids) {
+std::string OpenAiServer::Impl::token_text(int32_t id) const {
+  if (!tok || !tok->valid_id(id)) return fmt::format("<{}>", id);
+  return tok::utf8_repair(tok->token_bytes(id));
+}
+
+Json OpenAiServer::Impl::logprobs_json(Generation& g, const std::vector<int32_t>& ids,
+                                       const std::vector<TokenLogprobs>& lps) const {
+  auto bytes_of = [&](int32_t id) {
+    Json b = Json::array();
+    if (tok && tok->valid_id(id))
+      for (unsigned char c : tok->token_bytes(id)) b.push_back(int(c));
+    return b;
+  };
+  if (g.req.chat) {
+    Json content = Json::array();
+    for (size_t i = 0; i < ids.size() && i < lps.size(); ++i) {
+      Json top = Json::array();
+      for (const auto& [id, lp] : lps[i].top)
+        top.push_back({{"token", token_text(id)}, {"logprob", lp}, {"bytes", bytes_of(id)}});
+      content.push_back({{"token", token_text(ids[i])},
+                         {"logprob", lps[i].logprob},
+                         {"bytes", bytes_of(ids[i])},
+                         {"top_logprobs", top}});
+    }
+    return {{"content", content}};
+  }
+  Json out = {{"tokens", Json::array()}, {"token_logprobs", Json::array()}, {"top_logprobs", Json::array()},
+              {"text_offset", Json::array()}};
+  for (size_t i = 0; i < ids.size() && i < lps.size(); ++i) {
+    const std::string t = token_text(ids[i]);
+    out["tokens"].push_back(t);
+    out["token_logprobs"].push_back(lps[i].logprob);
+    Json top = Json::object();
+    for (const auto& [id, lp] : lps[i].top) top[token_text(id)] = lp;
+    out["top_logprobs"].push_back(top);
+    out["text_offset"].push_back(g.text_offset);
+    g.text_offset += int64_t(t.size());
+  }
+  return out;
+}
+
+void OpenAiServer::Impl::consume(Generation& g, const StreamEvent& e, std::string& text, std::vector<int32_t>& ids,
+                                 Json* lp) {
+  const size_t first = ids.size();
   for (int32_t t : e.tokens) {
     if (g.text->stopped()) break;
     const bool is_stop_token =
@@ -164,6 +213,10 @@ void OpenAiServer::Impl::consume(Generation& g, const StreamEvent& e, std::strin
     }
   }
   if (e.done && !g.text->stopped()) text += g.text->finish();
+  if (lp && g.req.top_logprobs >= 0 && !e.logprobs.empty()) {
+    const std::vector<int32_t> mine(ids.begin() + long(first), ids.end());
+    *lp = logprobs_json(g, mine, e.logprobs);
+  }
 }
 
 Json OpenAiServer::Impl::chunk(const Generation& g, const std::string& text, const std::vector<int32_t>& ids,
@@ -189,7 +242,7 @@ Json OpenAiServer::Impl::chunk(const Generation& g, const std::string& text, con
 Json OpenAiServer::Impl::final_body(const Generation& g, const std::string& text,
                                     const std::vector<int32_t>& ids, const StreamEvent& done) const {
   const std::string reason = g.text->stopped() ? "stop" : done.finish_reason;
-  Json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", reason}};
+  Json choice = {{"index", 0}, {"logprobs", g.logprobs}, {"finish_reason", reason}};
   if (g.req.chat)
     choice["message"] = {{"role", "assistant"}, {"content", text}};
   else
@@ -219,8 +272,6 @@ void OpenAiServer::Impl::handle_generation(const httplib::Request& hreq, httplib
                      fmt::format("The model '{}' does not exist (this server serves '{}')", g->req.model,
                                  cfg.model_name),
                      "model", "not_found_error");
-    if (g->req.top_logprobs >= 0)
-      throw ApiError(400, "logprobs are not supported by this server yet", is_chat ? "logprobs" : "logprobs");
     g->prompt = build_prompt(g->req);
     Request q = make_request(g->req, g->prompt);
     g->text = std::make_unique<OutputText>(tok, g->req.stop, g->req.skip_special_tokens);
@@ -238,7 +289,16 @@ void OpenAiServer::Impl::handle_generation(const httplib::Request& hreq, httplib
     for (;;) {
       auto e = g->stream->next(3600);
       if (!e) continue;
-      consume(*g, *e, text, ids);
+      Json lp;
+      consume(*g, *e, text, ids, &lp);
+      if (!lp.is_null()) {
+        if (g->logprobs.is_null()) {
+          g->logprobs = lp;
+        } else {
+          for (auto& [k, v] : lp.items())
+            for (auto& x : v) g->logprobs[k].push_back(x);
+        }
+      }
       if (!e->done) continue;
       if (e->finish_reason == "error") {
         send_error(res, ApiError(400, e->error));
@@ -261,10 +321,15 @@ void OpenAiServer::Impl::handle_generation(const httplib::Request& hreq, httplib
         if (!e) return sink.is_writable ? sink.is_writable() : true;  // false: client gone -> abort
         std::string text;
         std::vector<int32_t> ids;
-        consume(*g, *e, text, ids);
+        Json lp;
+        consume(*g, *e, text, ids, &lp);
+        auto with_lp = [&](Json c) {
+          if (!lp.is_null()) c["choices"][0]["logprobs"] = lp;
+          return c;
+        };
         if (!e->done) {
           if (text.empty() && ids.empty()) return true;
-          const bool ok = write(chunk(*g, text, ids, nullptr));
+          const bool ok = write(with_lp(chunk(*g, text, ids, nullptr)));
           g->sent_role = true;
           return ok;
         }
@@ -274,7 +339,7 @@ void OpenAiServer::Impl::handle_generation(const httplib::Request& hreq, httplib
         } else {
           const std::string reason = g->text->stopped() ? "stop" : e->finish_reason;
           if (!text.empty() || !ids.empty()) {
-            write(chunk(*g, text, ids, nullptr));
+            write(with_lp(chunk(*g, text, ids, nullptr)));
             g->sent_role = true;
           }
           write(chunk(*g, "", {}, reason.c_str()));

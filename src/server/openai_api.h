@@ -50,11 +50,5 @@ struct GenerationRequest {
 // Throws ApiError (400) naming the field. `chat` selects the endpoint's schema.
 GenerationRequest parse_generation_request(const std::string& body, bool chat);
 
-// Top-k log-probabilities of one sampled token.
-struct TokenLogprob {
-  int32_t token = 0;
-  float logprob = 0;
-  std::vector<std::pair<int32_t, float>> top;  // k most likely (id, logprob), best first
-};
 
 }  // namespace ds

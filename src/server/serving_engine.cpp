@@ -116,8 +116,12 @@ void ServingEngine::finish(const Request& r, const char* reason, const std::stri
 
 void ServingEngine::dispatch(EngineEvents& events) {
   const double now = events.now_s;
-  std::unordered_map<RequestId, std::vector<int32_t>> by_request;
-  for (const SampledToken& t : events.tokens) by_request[t.request_id].push_back(t.token);
+  std::unordered_map<RequestId, StreamEvent> by_request;
+  for (size_t i = 0; i < events.tokens.size(); ++i) {
+    StreamEvent& e = by_request[events.tokens[i].request_id];
+    e.tokens.push_back(events.tokens[i].token);
+    if (!events.logprobs.empty()) e.logprobs.push_back(std::move(events.logprobs[i]));
+  }
   for (RequestId id : events.first_token) {
     auto it = live_.find(id);
     if (it == live_.end()) continue;
@@ -125,11 +129,9 @@ void ServingEngine::dispatch(EngineEvents& events) {
     std::lock_guard<std::mutex> lock(mu_);
     metrics_.ttft_s.observe(now - it->second.submit_s);
   }
-  for (auto& [id, tokens] : by_request) {
+  for (auto& [id, e] : by_request) {
     auto it = live_.find(id);
     if (it == live_.end()) continue;
-    StreamEvent e;
-    e.tokens = std::move(tokens);
     it->second.stream->push(std::move(e));
   }
   for (const Request& r : events.finished) finish(r, r.stopped ? "stop" : "length");

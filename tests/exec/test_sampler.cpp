@@ -82,3 +82,24 @@ TEST(Sampler, NonFiniteLogitsAndBadParamsAreErrors) {
 
 }  // namespace
 }  // namespace ds
+
+namespace ds {
+namespace {
+
+TEST(TokenLogprobs, LogSoftmaxAndTopK) {
+  const std::vector<float> logits = {1.0f, 3.0f, 2.0f, 3.0f};
+  const TokenLogprobs lp = token_logprobs(logits, 2, 3);
+  double z = 0;
+  for (float x : logits) z += std::exp(double(x));
+  EXPECT_NEAR(lp.logprob, 2.0 - std::log(z), 1e-6);
+  ASSERT_EQ(lp.top.size(), 3u);
+  EXPECT_EQ(lp.top[0].first, 1);  // ties: lowest id first
+  EXPECT_EQ(lp.top[1].first, 3);
+  EXPECT_EQ(lp.top[2].first, 2);
+  EXPECT_NEAR(lp.top[0].second, 3.0 - std::log(z), 1e-6);
+  EXPECT_TRUE(token_logprobs(logits, 0, 0).top.empty());
+  EXPECT_THROW(token_logprobs(logits, 4, 1), Error);
+}
+
+}  // namespace
+}  // namespace ds

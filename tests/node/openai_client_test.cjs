@@ -72,7 +72,7 @@ const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
 
   await check("completion with a token-id prompt", async () => {
     const r = await client.completions.create({
-      model, prompt: cold.prompt_a, max_tokens: cold.max_tokens, temperature: 0, return_token_ids: true,
+      model, prompt: cold.prompt_a, max_tokens: cold.max_tokens, temperature: 0, return_token_ids: true, ignore_eos: true,
     });
     assert(r.object === "text_completion", "object");
     assert(r.choices[0].token_ids.length === cold.max_tokens, "token_ids " + JSON.stringify(r.choices[0]));
@@ -81,7 +81,7 @@ const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
 
   await check("shared prefix: cached_tokens > 0 and the cold greedy tokens", async () => {
     const stream = await client.completions.create({
-      model, prompt: cold.prompt_b, max_tokens: cold.max_tokens, temperature: 0, return_token_ids: true,
+      model, prompt: cold.prompt_b, max_tokens: cold.max_tokens, temperature: 0, return_token_ids: true, ignore_eos: true,
       stream: true, stream_options: { include_usage: true },
     });
     let ids = [], usage = null;
@@ -92,6 +92,26 @@ const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
     assert(usage && usage.prompt_tokens_details && usage.prompt_tokens_details.cached_tokens > 0,
            "cached_tokens " + JSON.stringify(usage));
     assert(same(ids, cold.cold_b), `tokens ${JSON.stringify(ids)} != cold ${JSON.stringify(cold.cold_b)}`);
+  });
+
+  await check("logprobs (completions and chat)", async () => {
+    const r = await client.completions.create({
+      model, prompt: cold.prompt_a, max_tokens: 4, temperature: 0, logprobs: 3, ignore_eos: true,
+    });
+    const lp = r.choices[0].logprobs;
+    assert(lp && lp.token_logprobs.length === 4 && lp.tokens.length === 4, "logprobs " + JSON.stringify(lp));
+    assert(lp.token_logprobs.every((x) => x <= 0), "log-probabilities are <= 0");
+    assert(lp.top_logprobs.every((t) => Object.keys(t).length >= 1 && Object.keys(t).length <= 3), "top 3");
+    // Greedy: the sampled token is the most likely one.
+    assert(lp.top_logprobs.every((t, i) => Math.abs(Math.max(...Object.values(t)) - lp.token_logprobs[i]) < 1e-5),
+           "greedy token has the top log-probability");
+    const c = await client.chat.completions.create({
+      model, messages: [{ role: "user", content: "Hi" }], max_tokens: 3, temperature: 0, logprobs: true,
+      top_logprobs: 2,
+    });
+    const content = c.choices[0].logprobs.content;
+    assert(content.length === c.usage.completion_tokens, "one entry per token");
+    assert(content.every((e) => e.top_logprobs.length === 2 && Array.isArray(e.bytes)), "chat top_logprobs");
   });
 
   await check("errors: unknown model 404, bad request 400", async () => {
