@@ -9,9 +9,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ds=${DS_BIN:-build/apps/deltaserve}
 concs=${1:-1,2,4,8,16,32}
-trace=${2:-synthetic:sessions=32,turns=3,input=256,output=16,system=128,think=0,seed=7,context=2048}
+trace=${2:-synthetic:sessions=32,turns=2,input=128,output=16,system=64,think=0,seed=7,context=256}
 work=${3:-tests/golden/kimi-linear-tiny}
-flags=(--retention every-block --kv-budget-tokens 262144 --page-tokens 64 --max-running 64)
+flags=(--retention every-block --kv-budget-tokens 262144 --page-tokens 64)  # same for serve and replay
+out=${DS_BENCH_OUT:-replay-out/bench_serve}
+mkdir -p "$out"
 if [ "$work" = small ]; then
   work=${DS_BENCH_DIR:-/tmp/ds-bench-small}
   [ -f "$work/config.json" ] ||
@@ -24,6 +26,7 @@ cleanup() {
   rm -rf "$tmp"
 }
 trap cleanup EXIT
+: >"$tmp/serve.log"
 "$ds" serve --model "$work" --port 0 "${flags[@]}" --http-threads 64 >"$tmp/serve.log" 2>&1 &
 pid=$!
 until grep -q "serving on" "$tmp/serve.log"; do
@@ -31,13 +34,13 @@ until grep -q "serving on" "$tmp/serve.log"; do
   sleep 0.2
 done
 url=$(grep -o 'http://127\.0\.0\.1:[0-9]*' "$tmp/serve.log" | head -1)
-"$ds" replay --endpoint "$url" --trace "$trace" --concurrency "$concs" --json >"$tmp/endpoint.json"
+"$ds" replay --endpoint "$url" --trace "$trace" --concurrency "$concs" --json >"$out/endpoint.json"
 rss_kb=$(awk '/VmHWM/ {print $2}' "/proc/$pid/status")
 kill -TERM "$pid"
 wait "$pid"
 pid=""
 "$ds" replay --executor model --model "$work" --trace "$trace" --concurrency "$concs" "${flags[@]}" --json \
-  >"$tmp/inprocess.json"
+  >"$out/inprocess.json"
 node -e '
 const fs = require("fs");
 const e = JSON.parse(fs.readFileSync(process.argv[1])).runs, m = JSON.parse(fs.readFileSync(process.argv[2])).runs;
@@ -52,4 +55,4 @@ for (const r of e) {
     `${f((p.ttft_p50_s || 0) * 1e3)} | ${f((p.tpot_p50_s || 0) * 1e3, 2)} | ${f(p.output_tok_s_per_gpu || 0)} | ` +
     `${f(r.output_tok_s_per_gpu / (p.output_tok_s_per_gpu || 1), 2)} |`);
 }
-console.log(`server peak RSS (VmHWM): ${f(rss)} MiB`);' "$tmp/endpoint.json" "$tmp/inprocess.json" "$rss_kb"
+console.log(`server peak RSS (VmHWM): ${f(rss)} MiB`);' "$out/endpoint.json" "$out/inprocess.json" "$rss_kb"
