@@ -24,16 +24,16 @@ struct EngineConfig {
 
 // What one Engine::step() produced.
 struct EngineEvents {
-  double now_s = 0;                    // clock after the step
-  bool executed = false;               // a plan with sequences ran on the executor
-  double step_s = 0;                   // that step's duration as the executor reported it
-  int64_t n_scheduled_tokens = 0;      // tokens computed by the step
-  std::vector<SampledToken> tokens;    // sampled this step, in plan order
+  double now_s = 0;                     // clock after the step
+  bool executed = false;                // a plan with sequences ran on the executor
+  double step_s = 0;                    // that step's duration as the executor reported it
+  int64_t n_scheduled_tokens = 0;       // tokens computed by the step
+  std::vector<SampledToken> tokens;     // sampled this step, in plan order
   std::vector<TokenLogprobs> logprobs;  // empty, or one per entry of `tokens` (see StepResult)
-  std::vector<RequestId> first_token;  // requests whose first output token is among `tokens`
-  std::vector<Request> finished;       // max_output_tokens reached or a stop token sampled
-  std::vector<Request> aborted;        // cancelled by abort() since the previous step
-  std::vector<Request> rejected;       // can never fit in the cache, even alone (status aborted)
+  std::vector<RequestId> first_token;   // requests whose first output token is among `tokens`
+  std::vector<Request> finished;        // max_output_tokens reached or a stop token sampled
+  std::vector<Request> aborted;         // cancelled by abort() since the previous step
+  std::vector<Request> rejected;        // can never fit in the cache, even alone (status aborted)
 };
 
 class Engine {

@@ -75,7 +75,8 @@ struct OpenAiServer::Impl {
   // Feeds one event into the generation; returns the text chunk, new token ids and, when asked,
   // the logprobs of those tokens (OpenAI's completions or chat shape).
   void consume(Generation& g, const StreamEvent& e, std::string& text, std::vector<int32_t>& ids, Json* lp);
-  Json logprobs_json(Generation& g, const std::vector<int32_t>& ids, const std::vector<TokenLogprobs>& lps) const;
+  Json logprobs_json(Generation& g, const std::vector<int32_t>& ids,
+                     const std::vector<TokenLogprobs>& lps) const;
   std::string token_text(int32_t id) const;
   Json chunk(const Generation& g, const std::string& text, const std::vector<int32_t>& ids,
              const char* finish_reason) const;
@@ -178,7 +179,9 @@ Json OpenAiServer::Impl::logprobs_json(Generation& g, const std::vector<int32_t>
     }
     return {{"content", content}};
   }
-  Json out = {{"tokens", Json::array()}, {"token_logprobs", Json::array()}, {"top_logprobs", Json::array()},
+  Json out = {{"tokens", Json::array()},
+              {"token_logprobs", Json::array()},
+              {"top_logprobs", Json::array()},
               {"text_offset", Json::array()}};
   for (size_t i = 0; i < ids.size() && i < lps.size(); ++i) {
     const std::string t = token_text(ids[i]);
@@ -193,8 +196,8 @@ Json OpenAiServer::Impl::logprobs_json(Generation& g, const std::vector<int32_t>
   return out;
 }
 
-void OpenAiServer::Impl::consume(Generation& g, const StreamEvent& e, std::string& text, std::vector<int32_t>& ids,
-                                 Json* lp) {
+void OpenAiServer::Impl::consume(Generation& g, const StreamEvent& e, std::string& text,
+                                 std::vector<int32_t>& ids, Json* lp) {
   const size_t first = ids.size();
   for (int32_t t : e.tokens) {
     if (g.text->stopped()) break;

@@ -50,5 +50,4 @@ struct GenerationRequest {
 // Throws ApiError (400) naming the field. `chat` selects the endpoint's schema.
 GenerationRequest parse_generation_request(const std::string& body, bool chat);
 
-
 }  // namespace ds

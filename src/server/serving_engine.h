@@ -25,14 +25,14 @@ namespace ds {
 
 // What an HTTP thread reads from its request, in order.
 struct StreamEvent {
-  std::vector<int32_t> tokens;  // newly sampled, in order
+  std::vector<int32_t> tokens;          // newly sampled, in order
   std::vector<TokenLogprobs> logprobs;  // one per token when the request asked for logprobs
-  bool done = false;            // last event of the request
-  std::string finish_reason;    // done: "stop" (a stop token), "length", "abort", or "error"
-  std::string error;            // finish_reason == "error": why (e.g. rejected: never fits)
-  int64_t n_prompt_tokens = 0;  // done: prompt length
-  int64_t n_cached_tokens = 0;  // done: prefix restored from the cache at (last) admission
-  int64_t n_output_tokens = 0;  // done
+  bool done = false;                    // last event of the request
+  std::string finish_reason;            // done: "stop" (a stop token), "length", "abort", or "error"
+  std::string error;                    // finish_reason == "error": why (e.g. rejected: never fits)
+  int64_t n_prompt_tokens = 0;          // done: prompt length
+  int64_t n_cached_tokens = 0;          // done: prefix restored from the cache at (last) admission
+  int64_t n_output_tokens = 0;          // done
 };
 
 class RequestStream {
