@@ -4,6 +4,7 @@
 // several queries per sequence, awkward and model-sized shapes; the expanded form agrees with it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <vector>
@@ -53,13 +54,16 @@ TEST(Attention, RejectsBadDims) {
                Error);
 }
 
-// Latent rows of one sequence stored in shuffled pages of a pool (pages: reverse order).
+// Latent rows of one sequence stored in shuffled pages of a pool (pages: reverse order), or
+// contiguously from row kContiguousOffsetRows.
+constexpr int64_t kContiguousOffsetRows = 5;
 struct PagedLatents {
   std::vector<float> pool;
   std::vector<int32_t> pages;
   PagedLatents(int64_t n_rows, int64_t page_rows, int64_t row_stride, uint32_t seed) {
     const int64_t n_pages = (n_rows + page_rows - 1) / page_rows;
-    pool = test::randn(size_t((n_pages + 1) * page_rows * row_stride), seed);
+    const int64_t rows = std::max((n_pages + 1) * page_rows, kContiguousOffsetRows + n_rows);
+    pool = test::randn(size_t(rows * row_stride), seed);
     for (int64_t p = n_pages; p >= 1; --p) pages.push_back(int32_t(p));  // page 0 unused
   }
 };
@@ -89,8 +93,9 @@ TEST(LatentAttention, MatchesReference) {
     }
     for (size_t i = 0; i < c.seqs.size(); ++i) {
       const auto [n_q, n_kv, page_rows] = c.seqs[i];
-      const LatentRows rows = page_rows ? LatentRows{lat[i].pool.data(), lat[i].pages, page_rows, L}
-                                        : LatentRows{lat[i].pool.data() + 5 * L, {}, 1, L};
+      const LatentRows rows = page_rows
+                                  ? LatentRows{lat[i].pool.data(), lat[i].pages, page_rows, L}
+                                  : LatentRows{lat[i].pool.data() + kContiguousOffsetRows * L, {}, 1, L};
       seqs.push_back({q[i].data() + 1, s.H * (s.dn + s.dr), o[i].data(), s.H * s.dv, n_q, n_kv, rows});
       seqs_ref.push_back(
           {q[i].data() + 1, s.H * (s.dn + s.dr), o_ref[i].data(), s.H * s.dv, n_q, n_kv, rows});
