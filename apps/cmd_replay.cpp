@@ -39,6 +39,7 @@ struct ReplayFlags {
   EndpointFlags endpoint;
   std::string executor = "sim";  // sim | model
   int64_t page_tokens = 64;      // --executor model
+  DeviceFlags device;            // --executor model
 };
 
 std::vector<std::string> split(const std::string& s, char sep) {
@@ -151,9 +152,12 @@ void run(ReplayFlags& f, const CLI::App& cmd) {
     e.page_tokens = f.page_tokens;
     e.step_tokens = f.setup.max_step_tokens;
     e.max_running = f.setup.max_running;
+    e.device = f.device;
     return run_model_replay_cli(cmd, f.setup.model, e, f.setup, f.trace, f.skip_bad, f.setup.concurrency,
                                 f.endpoint.max_output_tokens, f.json, f.out);
   }
+  DS_CHECK(f.device.device == "cpu" && f.device.precision == "f32",
+           "--device and --precision apply to --executor model (the simulator has no device)");
   f.setup.variants = preset_variants.empty() ? variants_from(f) : preset_variants;
   DS_CHECK(f.kv_dtype == "fp8" || f.kv_dtype == "bf16", "--kv-dtype must be fp8 or bf16, got '{}'",
            f.kv_dtype);
@@ -312,11 +316,12 @@ void register_replay(CLI::App& app) {
   add_endpoint_options(*cmd, flags->endpoint);
   cmd->add_option(
          "--executor", flags->executor,
-         "sim (cost model, virtual clock) | model (the CPU model engine on a wall clock; --model is then "
-         "the checkpoint folder)")
+         "sim (cost model, virtual clock) | model (the model engine on a wall clock, on --device; --model is "
+         "then the checkpoint folder)")
       ->capture_default_str();
   cmd->add_option("--page-tokens", flags->page_tokens, "--executor model: KV page size in tokens")
       ->capture_default_str();
+  add_device_flags(*cmd, flags->device);
   cmd->callback([flags, cmd] { run(*flags, *cmd); });
 }
 

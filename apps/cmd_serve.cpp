@@ -1,7 +1,7 @@
 // `deltaserve serve --model DIR`: the OpenAI-compatible HTTP server over a checkpoint folder on the
-// CPU model executor. Startup reads the weights with a progress bar, prints the memory plan (KV
-// pages, live state slots, checkpoint slots per tier), then serves until SIGINT/SIGTERM, which
-// drains the in-flight requests and exits 0.
+// model executor of --device (ModelExecutor on the CPU, GpuExecutor on one GPU). Startup reads the
+// weights with a progress bar, prints the memory plan (KV pages, live state slots, checkpoint slots
+// per tier), then serves until SIGINT/SIGTERM, which drains the in-flight requests and exits 0.
 #include <fmt/format.h>
 #include <pthread.h>
 #include <signal.h>
@@ -14,10 +14,8 @@
 #include "core/check.h"
 #include "engine/clock.h"
 #include "engine_flags.h"
-#include "exec/model_executor.h"
 #include "model/model_config.h"
 #include "replay/progress_bar.h"
-#include "runner/model_runner.h"
 #include "server/http_server.h"
 #include "server/serving_engine.h"
 #include "tokenizer/chat_template.h"
@@ -102,10 +100,9 @@ void run(const ServeFlags& f) {
     sc.no_tokenizer_reason = fmt::format("{} has no {}", f.model, tok::kTiktokenFile);
     sc.no_chat_reason = sc.no_tokenizer_reason;
   }
-  read_weights_with_progress(f.model);
-  auto runner = ModelRunner::load(f.model);
-  ModelExecutor exec(*runner, f.engine.page_tokens);
-  const EngineConfig ec = model_engine_config(exec, f.engine);
+  if (!f.engine.device.on_cuda()) read_weights_with_progress(f.model);  // the GPU upload has its own bar
+  ModelBackend backend = load_model_backend(f.model, f.engine);
+  const EngineConfig ec = model_engine_config(backend.sizes, f.engine);
   print_memory_plan(ec, f.engine.max_running);
 
   sc.model_name =
@@ -129,7 +126,7 @@ void run(const ServeFlags& f) {
   sc.http_threads = f.http_threads;
 
   WallClock clock;
-  ServingEngine engine(ec, exec, clock);
+  ServingEngine engine(ec, *backend.exec, clock);
   OpenAiServer server(sc, engine, lt.tokenizer.get(), chat ? &*chat : nullptr);
   const int port = server.bind(f.host, f.port);
   fmt::print("model {} | vocab {} | max_model_len {} | tokenizer: {} | chat: {}\n", sc.model_name,
@@ -158,7 +155,8 @@ void run(const ServeFlags& f) {
 
 void register_serve(CLI::App& app) {
   auto f = std::make_shared<ServeFlags>();
-  auto* cmd = app.add_subcommand("serve", "OpenAI-compatible HTTP server over a checkpoint folder (CPU)");
+  auto* cmd = app.add_subcommand(
+      "serve", "OpenAI-compatible HTTP server over a checkpoint folder (--device cpu|cuda)");
   cmd->add_option("--model", f->model,
                   "Hugging Face checkpoint folder (config.json, *.safetensors, tiktoken.model)")
       ->required();

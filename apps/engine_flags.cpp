@@ -65,18 +65,26 @@ ModelBackend load_model_backend(const std::string& model_dir, const EngineFlags&
     DS_CHECK(f.max_running >= 1 && f.max_running <= 4096, "--max-running must be in [1, 4096], got {}",
              f.max_running);
     b.device_model = load_device_model(model_dir, f.device);
+  } else {
+    check_cpu_device_flags(f.device);
+    b.runner = ModelRunner::load(model_dir);
+  }
+  reset_executor(b, f);
+  return b;
+}
+
+void reset_executor(ModelBackend& b, const EngineFlags& f) {
+  b.exec.reset();  // the old pools go before the new ones are allocated
+  if (b.device_model) {
     auto exec = std::make_unique<GpuExecutor>(*b.device_model, f.page_tokens,
                                               GpuExecutorOptions{.max_running = f.max_running});
     b.sizes = exec->cache_sizes();
     b.exec = std::move(exec);
-    return b;
+    return;
   }
-  check_cpu_device_flags(f.device);
-  b.runner = ModelRunner::load(model_dir);
   auto exec = std::make_unique<ModelExecutor>(*b.runner, f.page_tokens);
   b.sizes = exec->cache_sizes();
   b.exec = std::move(exec);
-  return b;
 }
 
 }  // namespace ds::cli

@@ -1,4 +1,4 @@
-// Engine flags shared by `generate` and `replay --executor model`: the prefix cache (retention,
+// Engine flags shared by `generate`, `serve` and `replay --executor model`: the prefix cache (retention,
 // eviction, tiers, budgets in MLA-KV tokens, page size), the scheduler (step budget, running
 // requests) and where the model runs (--device cpu: ModelRunner + ModelExecutor; --device cuda:
 // the device forward + GpuExecutor), turned into an EngineConfig sized for the executor's storage.
@@ -48,5 +48,7 @@ struct ModelBackend {
   const ModelConfig& config() const { return runner ? runner->config() : device_model->config(); }
 };
 ModelBackend load_model_backend(const std::string& model_dir, const EngineFlags& f);
+// Drops the backend's executor (its pools) and makes a fresh one on the same loaded model.
+void reset_executor(ModelBackend& b, const EngineFlags& f);
 
 }  // namespace ds::cli

@@ -4,11 +4,9 @@
 
 #include "core/check.h"
 #include "engine/clock.h"
-#include "exec/model_executor.h"
 #include "model/model_config.h"
 #include "replay/progress_bar.h"
 #include "replay/report.h"
-#include "runner/model_runner.h"
 #include "trace/trace.h"
 
 namespace ds::cli {
@@ -18,21 +16,23 @@ void run_model_replay_cli(const CLI::App& cmd, const std::string& model_dir, con
                           const std::vector<int>& concurrency, int64_t max_output_tokens, bool json,
                           const std::string& out_dir) {
   DS_CHECK(max_output_tokens >= 0, "--max-output-tokens must be >= 0, got {}", max_output_tokens);
-  const ModelConfig mc = ModelConfig::load(model_dir);
-  auto runner = ModelRunner::load(model_dir);
+  ModelBackend backend = load_model_backend(model_dir, engine);
+  const ModelConfig& mc = backend.config();
   TraceOptions topt;
   topt.skip_bad = skip_bad;
   const Trace trace = load_trace(trace_spec, topt);
   const std::vector<int> concs = trace.closed_loop ? concurrency : std::vector<int>{1};
   if (!json)
-    fmt::print("trace {} ({} sessions) | model {} on the CPU engine | retention {} | KV budget {} tokens\n",
-               trace.source, trace.sessions.size(), model_dir, engine.retention, engine.kv_budget_tokens);
+    fmt::print("trace {} ({} sessions) | model {} on the {} engine | retention {} | KV budget {} tokens\n",
+               trace.source, trace.sessions.size(), model_dir, engine.device.on_cuda() ? "GPU" : "CPU",
+               engine.retention, engine.kv_budget_tokens);
   std::vector<RunMetrics> runs;
   {
     ProgressBar bar(static_cast<int64_t>(concs.size()), "replay");
-    for (const int c : concs) {
-      ModelExecutor exec(*runner, engine.page_tokens);  // fresh pools and cache per run
-      const EngineConfig ec = model_engine_config(exec, engine);
+    for (size_t i = 0; i < concs.size(); ++i) {
+      const int c = concs[i];
+      if (i > 0) reset_executor(backend, engine);  // fresh pools and cache per run
+      const EngineConfig ec = model_engine_config(backend.sizes, engine);
       ReplayConfig rc;
       rc.label = "model";
       rc.concurrency = c;
@@ -45,7 +45,7 @@ void run_model_replay_cli(const CLI::App& cmd, const std::string& model_dir, con
       rc.scheduler = ec.scheduler;
       rc.cache = ec.cache;
       WallClock clock;
-      runs.push_back(run_replay(trace, exec, clock, rc));
+      runs.push_back(run_replay(trace, *backend.exec, clock, rc));
       bar.advance(fmt::format("c={}", c));
     }
   }

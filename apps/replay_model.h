@@ -1,6 +1,7 @@
-// `deltaserve replay --executor model --model DIR`: the replay workload through the real CPU engine
-// (ModelExecutor behind the same Engine, Scheduler and HybridCache) on a wall clock, one
-// concurrency point after another. Reports in the same formats as the simulated replay.
+// `deltaserve replay --executor model --model DIR`: the replay workload through the real model
+// engine (ModelExecutor on the CPU, or GpuExecutor with --device cuda, behind the same Engine,
+// Scheduler and HybridCache) on a wall clock, one concurrency point after another. Reports in the same
+// formats as the simulated replay.
 #pragma once
 
 #include <CLI/CLI.hpp>

@@ -110,11 +110,16 @@ StepResult GpuExecutor::execute(const SchedulePlan& plan) {
     DS_CHECK(int64_t(row.size()) == V, "gpu executor: request {} got {} logits", s.request_id, row.size());
     result.sampled_tokens.push_back(
         sample_token(row, *s.sampling, sampling_seed(*s.sampling, s.request_id), s.end, "logits"));
+    if (s.sampling->logprobs >= 0) {
+      result.logprobs.resize(result.sampled_tokens.size());
+      result.logprobs.back() = token_logprobs(row, result.sampled_tokens.back(), s.sampling->logprobs);
+    }
     if (opt_.keep_logits) {
       auto& kept = logits_[s.request_id];
       kept.insert(kept.end(), row.begin(), row.end());
     }
   }
+  if (!result.logprobs.empty()) result.logprobs.resize(result.sampled_tokens.size());
   synchronize(model_.device());
   result.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return result;
