@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "core/check.h"
@@ -35,6 +36,17 @@ MeasuredFloor measure_floor() {
       DS_CHECK(sum == uint64_t(n) * (n - 1) / 2, "bench: read-bandwidth checksum mismatch");
       m.read_gbs = std::max(m.read_gbs, double(n) * 8 / dt / 1e9);
     }
+  }
+  {
+    const size_t n = size_t(1) << 28;  // 256 MiB
+    std::vector<char> src(n, 1), dst(n, 0);
+    for (int r = 0; r < 5; ++r) {
+      const double t0 = now_s();
+      std::memcpy(dst.data(), src.data(), n);
+      m.copy_gbs = std::max(m.copy_gbs, double(n) / (now_s() - t0) / 1e9);
+      src[size_t(r)] = char(r);  // keep the copies from being merged
+    }
+    DS_CHECK(dst[n - 1] == 1, "bench: copy checksum mismatch");
   }
   {
     const int N = 2048;

@@ -7,6 +7,7 @@ void register_bench(CLI::App& app) {
       app.add_subcommand("bench", "Benchmarks with roofline floors (results belong in docs/perf.md)");
   bench->require_subcommand(1);
   register_bench_forward(*bench);
+  register_bench_floor(*bench);
   register_bench_cache(*bench);
   register_bench_tokenizer(*bench);
 }

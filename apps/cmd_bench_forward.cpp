@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -462,11 +463,17 @@ void run_bench_forward(BenchArgs a) {
     a.bw_gbs = m.read_gbs;
     a.peak_gflops = m.sgemm_gflops;
   }
+  // How idle OpenMP threads wait decides everything on a shared machine (a spinning thread waits for a
+  // descheduled peer at every fork/join): print it with the results.
+  const char* wait_policy = std::getenv("OMP_WAIT_POLICY");
+  const char* spin_count = std::getenv("GOMP_SPINCOUNT");
   fmt::print(
-      "bench forward: {} OpenMP threads, {} kernels, weights {}, load average {} at start; floors: {:.0f} "
-      "GB/s, {:.0f} GFLOP/s\n",
-      omp_get_max_threads(), cpu_isa_name(cpu_isa_active()), a.huge_pages ? "in huge pages" : "mapped",
-      load_average(), a.bw_gbs, a.peak_gflops);
+      "bench forward: {} OpenMP threads (OMP_WAIT_POLICY={}, GOMP_SPINCOUNT={}), {} kernels, weights {}, "
+      "load "
+      "average {} at start; floors: {:.0f} GB/s, {:.0f} GFLOP/s\n",
+      omp_get_max_threads(), wait_policy ? wait_policy : "unset", spin_count ? spin_count : "unset",
+      cpu_isa_name(cpu_isa_active()), a.huge_pages ? "in huge pages" : "mapped", load_average(), a.bw_gbs,
+      a.peak_gflops);
   if (a.kernels) bench_kernels(a);
   if (!a.skip_tiny) bench_model("tiny", a.model, a);
   if (!a.skip_small) {

@@ -111,7 +111,7 @@ void apply_preset(ReplayFlags& f, const CLI::App& cmd) {
       }
     f.setup.variants = std::move(out);
   }
-  f.kv_dtype = f.setup.kv_dtype_bytes == 1 ? "fp8" : "bf16";
+  f.kv_dtype = f.setup.kv_dtype_bytes == 1 ? "fp8" : f.setup.kv_dtype_bytes == 2 ? "bf16" : "f32";
   f.scheduler = f.setup.mixed_batches ? "mixed" : "prefill-first";
   f.retention.clear(), f.eviction.clear(), f.tiers.clear(), f.cache_model.clear(), f.expert_format.clear();
   if (!f.json) fmt::print("preset {}: {}\n", p.name, p.description);
@@ -159,9 +159,9 @@ void run(ReplayFlags& f, const CLI::App& cmd) {
   DS_CHECK(f.device.device == "cpu" && f.device.precision == "f32",
            "--device and --precision apply to --executor model (the simulator has no device)");
   f.setup.variants = preset_variants.empty() ? variants_from(f) : preset_variants;
-  DS_CHECK(f.kv_dtype == "fp8" || f.kv_dtype == "bf16", "--kv-dtype must be fp8 or bf16, got '{}'",
-           f.kv_dtype);
-  f.setup.kv_dtype_bytes = f.kv_dtype == "fp8" ? 1 : 2;
+  DS_CHECK(f.kv_dtype == "fp8" || f.kv_dtype == "bf16" || f.kv_dtype == "f32",
+           "--kv-dtype must be fp8, bf16 or f32, got '{}'", f.kv_dtype);
+  f.setup.kv_dtype_bytes = f.kv_dtype == "fp8" ? 1 : f.kv_dtype == "bf16" ? 2 : 4;
   DS_CHECK(f.scheduler == "mixed" || f.scheduler == "prefill-first",
            "--scheduler must be mixed or prefill-first, got '{}'", f.scheduler);
   f.setup.mixed_batches = f.scheduler == "mixed";
@@ -259,7 +259,9 @@ void register_replay(CLI::App& app) {
   cmd->add_option("--dcp", flags->setup.dcp,
                   "decode context parallel size (splits the MLA KV; divides --gpus)")
       ->capture_default_str();
-  cmd->add_option("--kv-dtype", flags->kv_dtype, "MLA KV cache dtype: fp8 or bf16")->capture_default_str();
+  cmd->add_option("--kv-dtype", flags->kv_dtype,
+                  "MLA KV cache dtype: fp8 | bf16 | f32 (the CPU engine's latents)")
+      ->capture_default_str();
   cmd->add_option("--expert-format", flags->expert_format,
                   "routed expert storage: mxfp4 | nvfp4 | bf16 (default: the model config's)");
   cmd->add_option(

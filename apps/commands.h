@@ -28,8 +28,9 @@ void register_serve(CLI::App& app);
 // bench: benchmarks; adds the bench_* subcommands below. Results belong in docs/perf.md.
 void register_bench(CLI::App& app);
 
-void register_bench_forward(CLI::App& bench);    // bench forward: CPU forward vs roofline floors
-void register_bench_cache(CLI::App& bench);      // bench cache: prefix-cache operations per second
+void register_bench_forward(CLI::App& bench);  // bench forward: CPU forward vs roofline floors
+void register_bench_floor(CLI::App& bench);  // bench floor: measured bandwidth/GEMM rate -> hardware profile
+void register_bench_cache(CLI::App& bench);  // bench cache: prefix-cache operations per second
 void register_bench_tokenizer(CLI::App& bench);  // bench tokenizer: BPE encoding MB/s
 
 }  // namespace ds::cli

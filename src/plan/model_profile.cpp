@@ -143,8 +143,8 @@ double ModelProfile::dense_bytes_per_gpu(int tp) const {
 }
 
 int64_t ModelProfile::kv_bytes_per_token(int kv_dtype_bytes) const {
-  DS_CHECK(kv_dtype_bytes == 1 || kv_dtype_bytes == 2, "KV dtype must be 1 (fp8) or 2 (bf16) bytes, got {}",
-           kv_dtype_bytes);
+  DS_CHECK(kv_dtype_bytes == 1 || kv_dtype_bytes == 2 || kv_dtype_bytes == 4,
+           "KV dtype must be 1 (fp8), 2 (bf16) or 4 (f32, the CPU engine) bytes, got {}", kv_dtype_bytes);
   return int64_t(config.mla.latent_dim()) * kv_dtype_bytes * config.n_mla_layers();
 }
 

@@ -23,8 +23,8 @@ void check_options(const ModelProfile& model, const PlanOptions& opt) {
   DS_CHECK(opt.dcp >= 1 && opt.tp % opt.dcp == 0,
            "plan: the decode-context-parallel size {} must divide the tensor-parallel size {}", opt.dcp,
            opt.tp);
-  DS_CHECK(opt.kv_dtype_bytes == 1 || opt.kv_dtype_bytes == 2, "KV dtype must be fp8 or bf16, got {} bytes",
-           opt.kv_dtype_bytes);
+  DS_CHECK(opt.kv_dtype_bytes == 1 || opt.kv_dtype_bytes == 2 || opt.kv_dtype_bytes == 4,
+           "KV dtype must be fp8, bf16 or f32, got {} bytes", opt.kv_dtype_bytes);
   DS_CHECK(opt.gpu_memory_utilization > 0 && opt.gpu_memory_utilization <= 1,
            "gpu memory utilization must be in (0, 1], got {}", opt.gpu_memory_utilization);
   DS_CHECK(opt.max_batched_tokens >= 1, "max batched tokens must be >= 1, got {}", opt.max_batched_tokens);
@@ -129,7 +129,7 @@ std::string plan_json(const MemoryPlan& p) {
   j["tp"] = p.tp;
   j["dcp"] = p.dcp;
   j["replicas"] = p.replicas;
-  j["kv_dtype_bytes"] = p.kv_dtype_bytes;  // 1 = fp8, 2 = bf16
+  j["kv_dtype_bytes"] = p.kv_dtype_bytes;  // 1 = fp8, 2 = bf16, 4 = f32
   j["total_params"] = p.total_params;
   j["active_params_per_token"] = p.active_params_per_token;
   j["weight_bytes_total"] = p.weight_bytes_total;
@@ -178,7 +178,9 @@ std::string plan_table(const MemoryPlan& p) {
   auto gib = [](double b) { return fmt::format("{:.2f} GiB", b / kGiB); };
   s += fmt::format("memory plan: {} on {} x {} (TP {}, {} replica{}), {} KV cache\n", p.model, p.gpus,
                    p.hardware, p.tp, p.replicas, p.replicas == 1 ? "" : "s",
-                   p.kv_dtype_bytes == 1 ? "fp8" : "bf16");
+                   p.kv_dtype_bytes == 1   ? "fp8"
+                   : p.kv_dtype_bytes == 2 ? "bf16"
+                                           : "f32");
   line("parameters (total / active per token)",
        fmt::format("{:.3f} B / {:.2f} B", double(p.total_params) / 1e9,
                    double(p.active_params_per_token) / 1e9));

@@ -96,7 +96,9 @@ TEST(ModelProfile, KimiLinearCountsAreExact) {
   EXPECT_EQ(m.weight(WeightKind::SharedExpert).params, 184'025'088);
   EXPECT_EQ(m.weight(WeightKind::DenseMlp).params, 63'700'992);
   EXPECT_EQ(m.routed_expert_format, "bf16");
-  EXPECT_EQ(m.kv_bytes_per_token(2), 8'064);       // 7 x 576 x 2
+  EXPECT_EQ(m.kv_bytes_per_token(2), 8'064);   // 7 x 576 x 2
+  EXPECT_EQ(m.kv_bytes_per_token(4), 16'128);  // f32 latents (the CPU engine)
+  EXPECT_THROW(m.kv_bytes_per_token(3), Error);
   EXPECT_EQ(m.kda_recurrent_bytes(), 41'943'040);  // 20 x 32 x 128^2 x 4
   EXPECT_EQ(m.kda_conv_bytes(), 1'474'560);        // 20 x 3 x 4096 x 3 x 2
   EXPECT_EQ(m.weight_bytes(), 2.0 * 49'122'681'728);
