@@ -57,8 +57,8 @@ nlohmann::ordered_json profile_json(const FloorArgs& a, const MeasuredFloor& m, 
       a.rounds, threads, cpu_model_name(), date, load_average());
   nlohmann::ordered_json j;
   j["name"] = a.name;
-  j["description"] = fmt::format("{}, {} threads (the CPU engine: `replay --executor model`)", cpu_model_name(),
-                                 threads);
+  j["description"] =
+      fmt::format("{}, {} threads (the CPU engine: `replay --executor model`)", cpu_model_name(), threads);
   j["hbm_bytes"] = ram;
   j["hbm_bw_bytes_s"] = m.read_gbs * 1e9;
   j["bf16_flops"] = m.sgemm_gflops * 1e9;
@@ -77,18 +77,21 @@ nlohmann::ordered_json profile_json(const FloorArgs& a, const MeasuredFloor& m, 
   j["runtime_reserve_bytes"] = 0.0;
   j["step_overhead_s"] = 0.0;
   j["sources"] = {
-      {"hbm_bytes", "physical memory (sysconf _SC_PHYS_PAGES x page size): the CPU engine's KV and states live in DRAM"},
+      {"hbm_bytes",
+       "physical memory (sysconf _SC_PHYS_PAGES x page size): the CPU engine's KV and states live in DRAM"},
       {"hbm_bw_bytes_s", "streaming read of a 1 GiB buffer by all threads; " + how},
       {"bf16_flops",
-       fmt::format("OpenBLAS sgemm 2048^3 ({} kernels): the CPU kernels widen bf16 weights to f32, so the f32 GEMM "
-                   "rate is the peak (our linear() f32 GEMM reached {:.1f} GFLOP/s in the same run); {}",
-                   m.blas_core, m.linear_gflops, how)},
+       fmt::format(
+           "OpenBLAS sgemm 2048^3 ({} kernels): the CPU kernels widen bf16 weights to f32, so the f32 GEMM "
+           "rate is the peak (our linear() f32 GEMM reached {:.1f} GFLOP/s in the same run); {}",
+           m.blas_core, m.linear_gflops, how)},
       {"fp8_flops", "no fp8 arithmetic on the CPU: fp8 work runs at the f32 rate (= bf16_flops)"},
       {"fp4_flops", "no fp4 arithmetic on the CPU (0 = unsupported)"},
       {"nvlink_bw_bytes_s", "no tensor parallelism on the CPU (tp = 1, never used); set to the memcpy rate"},
       {"host_dram_bytes", "the host tier is the same DRAM"},
       {"host_dram_bw_bytes_s", "the host tier is the same DRAM: = hbm_bw_bytes_s"},
-      {"host_link_bw_bytes_s", "memcpy between two 256 MiB buffers, one thread (a tier transfer is a copy); " + how},
+      {"host_link_bw_bytes_s",
+       "memcpy between two 256 MiB buffers, one thread (a tier transfer is a copy); " + how},
       {"gemm_efficiency", "1: the peak above is a measured rate, not a datasheet number; not fitted"},
       {"attention_efficiency", "1: not fitted (the live-vs-simulated comparison reports the ratio instead)"},
       {"memory_efficiency", "1: the bandwidth above is a measured streaming rate; not fitted"},
@@ -106,7 +109,8 @@ void run_bench_floor(FloorArgs a) {
   for (int r = 0; r < a.rounds; ++r) {
     const MeasuredFloor m = measure_floor();
     fmt::print(
-        "round {}: load average {}; streaming read {:.1f} GB/s, memcpy {:.1f} GB/s, OpenBLAS sgemm 2048^3 {:.1f} "
+        "round {}: load average {}; streaming read {:.1f} GB/s, memcpy {:.1f} GB/s, OpenBLAS sgemm 2048^3 "
+        "{:.1f} "
         "GFLOP/s ({}), linear() f32 GEMM {:.1f} GFLOP/s\n",
         r + 1, load_average(), m.read_gbs, m.copy_gbs, m.sgemm_gflops, m.blas_core, m.linear_gflops);
     best.read_gbs = std::max(best.read_gbs, m.read_gbs);
@@ -136,7 +140,8 @@ void register_bench_floor(CLI::App& bench) {
   auto* cmd = bench.add_subcommand(
       "floor", "Measure this machine's streaming bandwidth and GEMM rate; --out writes a hardware profile");
   auto a = std::make_shared<FloorArgs>();
-  cmd->add_option("--rounds", a->rounds, "measurement rounds (the best of each rate is kept)")->capture_default_str();
+  cmd->add_option("--rounds", a->rounds, "measurement rounds (the best of each rate is kept)")
+      ->capture_default_str();
   cmd->add_option("--out", a->out, "write a hardware profile JSON here (data/profiles/hardware/ format)");
   cmd->add_option("--name", a->name, "profile name (default: the --out file name without .json)");
   cmd->callback([a] { run_bench_floor(*a); });

@@ -38,6 +38,7 @@ struct ReplayFlags {
   ReplaySetup setup;
   EndpointFlags endpoint;
   std::string executor = "sim";  // sim | model
+  std::string compare_sim;       // --executor model: also simulate on this hardware profile
   int64_t page_tokens = 64;      // --executor model
   DeviceFlags device;            // --executor model
 };
@@ -143,6 +144,10 @@ void run(ReplayFlags& f, const CLI::App& cmd) {
                                    f.out);
   DS_CHECK(f.executor == "sim" || f.executor == "model", "--executor must be sim or model, got '{}'",
            f.executor);
+  DS_CHECK(f.scheduler == "mixed" || f.scheduler == "prefill-first",
+           "--scheduler must be mixed or prefill-first, got '{}'", f.scheduler);
+  f.setup.mixed_batches = f.scheduler == "mixed";
+  DS_CHECK(f.compare_sim.empty() || f.executor == "model", "--compare-sim needs --executor model");
   if (f.executor == "model") {
     EngineFlags e;
     if (!f.retention.empty()) e.retention = f.retention;
@@ -154,7 +159,7 @@ void run(ReplayFlags& f, const CLI::App& cmd) {
     e.max_running = f.setup.max_running;
     e.device = f.device;
     return run_model_replay_cli(cmd, f.setup.model, e, f.setup, f.trace, f.skip_bad, f.setup.concurrency,
-                                f.endpoint.max_output_tokens, f.json, f.out);
+                                f.endpoint.max_output_tokens, f.json, f.out, f.compare_sim);
   }
   DS_CHECK(f.device.device == "cpu" && f.device.precision == "f32",
            "--device and --precision apply to --executor model (the simulator has no device)");
@@ -162,9 +167,6 @@ void run(ReplayFlags& f, const CLI::App& cmd) {
   DS_CHECK(f.kv_dtype == "fp8" || f.kv_dtype == "bf16" || f.kv_dtype == "f32",
            "--kv-dtype must be fp8, bf16 or f32, got '{}'", f.kv_dtype);
   f.setup.kv_dtype_bytes = f.kv_dtype == "fp8" ? 1 : f.kv_dtype == "bf16" ? 2 : 4;
-  DS_CHECK(f.scheduler == "mixed" || f.scheduler == "prefill-first",
-           "--scheduler must be mixed or prefill-first, got '{}'", f.scheduler);
-  f.setup.mixed_batches = f.scheduler == "mixed";
   if (!f.expert_format.empty()) {
     DS_CHECK(f.expert_format == "mxfp4" || f.expert_format == "nvfp4" || f.expert_format == "bf16",
              "--expert-format must be mxfp4, nvfp4 or bf16, got '{}'", f.expert_format);
@@ -321,6 +323,10 @@ void register_replay(CLI::App& app) {
          "sim (cost model, virtual clock) | model (the model engine on a wall clock, on --device; --model is "
          "then the checkpoint folder)")
       ->capture_default_str();
+  cmd->add_option(
+      "--compare-sim", flags->compare_sim,
+      "--executor model: also replay every point on the simulator with this hardware profile (name or "
+      "JSON path) and the same workload, scheduler and cache; prints live vs simulated side by side");
   cmd->add_option("--page-tokens", flags->page_tokens, "--executor model: KV page size in tokens")
       ->capture_default_str();
   add_device_flags(*cmd, flags->device);
