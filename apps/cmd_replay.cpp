@@ -99,6 +99,7 @@ void apply_preset(ReplayFlags& f, const CLI::App& cmd) {
   if (cmd.count("--profile")) f.setup.agentx.profile_s = user.agentx.profile_s;
   if (cmd.count("--cache-warmup")) f.setup.agentx.cache_warmup_s = user.agentx.cache_warmup_s;
   f.setup.sglang_mamba_ratio = user.sglang_mamba_ratio;
+  if (cmd.count("--reserve-full-prompt")) f.setup.reserve_full_prompt = user.reserve_full_prompt;
   f.setup.sglang_track_interval = user.sglang_track_interval;
   if (!f.cache_model.empty()) {  // one copy of each preset arm per cache model (sglang: GPU-only arms)
     std::vector<CacheVariant> out;
@@ -250,6 +251,9 @@ void register_replay(CLI::App& app) {
       "budget, LRU free queue, retention) | sglang (SGLang's Mamba radix cache, extra_buffer: KV and "
       "state pools, tracked states, two LRUs); with --preset a comma-separated list runs each arm "
       "once per cache model");
+  cmd->add_flag("--reserve-full-prompt", flags->setup.reserve_full_prompt,
+                "scheduler: admission reserves cache room for the whole prompt (vLLM's default since v0.19), "
+                "not only the first chunk");
   cmd->add_option("--sglang-mamba-ratio", flags->setup.sglang_mamba_ratio,
                   "cache model sglang: state pool / KV pool bytes (--mamba-full-memory-ratio)")
       ->capture_default_str();

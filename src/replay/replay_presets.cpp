@@ -28,7 +28,8 @@ ReplayPreset k3_b300_agentx() {
   s.hardware = "b300";
   s.gpus = 8;
   s.kv_dtype_bytes = 1;
-  s.mixed_batches = true;  // vLLM
+  s.mixed_batches = true;        // vLLM
+  s.reserve_full_prompt = true;  // vLLM >= 0.19 (the emulated vLLM cache gates admission the same way)
   s.max_step_tokens = 8192;
   s.harness = "agentx";
   s.agentx = AgentxOptions{};

@@ -182,7 +182,8 @@ PreparedSweep prepare_sweep(const ReplaySetup& setup, const HardwareProfile& har
                                 : cache.tiers[0].capacity_bytes / cache.sizes.kv_bytes_per_token;
       rc.scheduler = SchedulerConfig{.max_step_tokens = setup.max_step_tokens,
                                      .max_running = setup.max_running,
-                                     .mixed_batches = setup.mixed_batches};
+                                     .mixed_batches = setup.mixed_batches,
+                                     .reserve_full_prompt = setup.reserve_full_prompt};
       if (setup.harness == "bench") {  // sglang.bench_serving: all lanes at t = 0, each request once
         rc.warmup = false;
         rc.duration_s = 0;

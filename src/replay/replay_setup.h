@@ -33,16 +33,17 @@ struct CacheVariant {
 inline constexpr double kMaxReplayDurationS = 1e6;  // ~11.6 virtual days: a bound on a run's work
 
 struct ReplaySetup {
-  std::string model = "kimi-k3";  // profile name or config.json path
-  std::string hardware = "b300";  // profile name or JSON path
-  int gpus = 8;                   // one TP group
-  int dcp = 1;                    // decode context parallel size (divides gpus)
-  int kv_dtype_bytes = 1;         // fp8 MLA latent cache
-  double routed_expert_bits = 0;  // 0 = from the model config (MXFP4 4.25); 4.5 = NVFP4
-  int expert_compute_bits = 0;    // 0 = the storage precision where the GPU has it (CostOptions)
-  double step_overhead_s = -1;    // < 0 = the hardware profile's value
-  SpecDecode spec{};              // speculative decoding (off by default)
-  bool mixed_batches = true;      // scheduler: mixed prefill+decode steps (vLLM) or prefill first (SGLang)
+  std::string model = "kimi-k3";     // profile name or config.json path
+  std::string hardware = "b300";     // profile name or JSON path
+  int gpus = 8;                      // one TP group
+  int dcp = 1;                       // decode context parallel size (divides gpus)
+  int kv_dtype_bytes = 1;            // fp8 MLA latent cache
+  double routed_expert_bits = 0;     // 0 = from the model config (MXFP4 4.25); 4.5 = NVFP4
+  int expert_compute_bits = 0;       // 0 = the storage precision where the GPU has it (CostOptions)
+  double step_overhead_s = -1;       // < 0 = the hardware profile's value
+  SpecDecode spec{};                 // speculative decoding (off by default)
+  bool mixed_batches = true;         // scheduler: mixed prefill+decode steps (vLLM) or prefill first (SGLang)
+  bool reserve_full_prompt = false;  // scheduler: admission reserves the whole prompt (vLLM >= 0.19)
   // "default": closed loop with a warm-up request per lane (25-75 % into its session), think times
   // capped at 10 s; "bench": every lane starts at t = 0, no warm-up, each request once
   // (sglang.bench_serving); "agentx": the InferenceX AgentX schedule (agentx_harness.h: sub-agent

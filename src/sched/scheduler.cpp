@@ -127,7 +127,8 @@ void Scheduler::admit_waiting(SchedulePlan& plan, int64_t& budget) {
       return;
     }
     int64_t n_new = std::min(req.n_tokens() - req.n_computed_tokens, budget);
-    if (!cache_.reserve(slot.seq, req.n_computed_tokens + n_new)) {
+    const int64_t reserve_to = config_.reserve_full_prompt ? req.n_tokens() : req.n_computed_tokens + n_new;
+    if (!cache_.reserve(slot.seq, reserve_to)) {
       cache_.abort(slot.seq);
       req.n_computed_tokens = 0;
       if (running_.empty()) {

@@ -25,6 +25,10 @@ struct SchedulerConfig {
   // all prefill (unfinished chunked prefills, then admissions) while any prefill can run, and all
   // decode otherwise.
   bool mixed_batches = true;
+  // true: admission reserves cache room for the whole remaining prompt, not only its first chunk
+  // (vLLM's scheduler_reserve_full_isl, on by default since v0.19), so chunked prefills cannot be
+  // over-admitted and then preempted; a request that does not fit waits at the head of the queue.
+  bool reserve_full_prompt = false;
 };
 
 // One sampled token of one request.

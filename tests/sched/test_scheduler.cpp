@@ -56,6 +56,26 @@ std::vector<Request> run_to_idle(Scheduler& s, HybridCache& cache, int max_steps
   return done;
 }
 
+// vLLM's admission gate: with reserve_full_prompt a request is admitted only when its whole prompt
+// fits, so a second long prompt waits instead of being admitted on its first chunk and preempted.
+TEST(Scheduler, ReserveFullPromptAdmitsOnlyWhatFits) {
+  for (bool full : {false, true}) {
+    HybridCache cache(small_cache(64 * 40, "prompt-end"));
+    Scheduler s(SchedulerConfig{.max_step_tokens = 2048, .reserve_full_prompt = full}, cache);
+    s.add(make_request(1, iota_tokens(64 * 24, 0), 4));
+    s.add(make_request(2, iota_tokens(64 * 24, 100000), 4));
+    SchedulePlan plan = s.step();
+    EXPECT_EQ(plan.admitted.size(), full ? 1u : 2u) << "full " << full;
+    std::vector<int32_t> sampled;
+    for (const auto& q : plan.seqs)
+      if (q.samples) sampled.push_back(7);
+    s.apply(plan, sampled);
+    const auto done = run_to_idle(s, cache);
+    ASSERT_EQ(done.size(), 2u);
+    EXPECT_EQ(s.n_preemptions() == 0, full) << "full " << full;
+  }
+}
+
 TEST(Scheduler, TokenBudgetSplitsAcrossRequestsInArrivalOrder) {
   HybridCache cache(small_cache(1 << 20));
   Scheduler s({.max_step_tokens = 8192, .max_running = 16}, cache);
