@@ -60,7 +60,10 @@ void HybridCache::Impl::queue_kv(int32_t node) {
   if (!leaf) return;
   ++n.kv_version;
   const float value = n.has_checkpoint() ? n.ckpt_value : 0.0f;
-  kv_queue[n.kv_tier].push({eviction->kv_score(n.kv_access, value), node, n.kv_version});
+  if (eviction->drops_stranded_first() && !n.has_checkpoint() && n.n_children == 0)
+    stranded_queue[n.kv_tier].push({double(n.kv_access), node, n.kv_version});
+  else
+    kv_queue[n.kv_tier].push({eviction->kv_score(n.kv_access, value), node, n.kv_version});
   maybe_compact(n.kv_tier);
 }
 
@@ -77,6 +80,8 @@ void HybridCache::Impl::maybe_compact(int tier) {
   const int64_t limit = 2 * tree.n_nodes() + 1024;
   if (kv_queue[tier].size() > limit)
     kv_queue[tier].compact([&](const EvictionEntry& e) { return kv_unit_valid(tier, e); });
+  if (stranded_queue[tier].size() > limit)
+    stranded_queue[tier].compact([&](const EvictionEntry& e) { return kv_unit_valid(tier, e); });
   if (ckpt_queue[tier].size() > limit)
     ckpt_queue[tier].compact([&](const EvictionEntry& e) { return ckpt_unit_valid(tier, e); });
 }
@@ -89,6 +94,19 @@ bool HybridCache::Impl::evict_one(int tier) {
     while (!cq.empty() && !ckpt_unit_valid(tier, cq.top())) cq.pop();
     const bool has_kv = !kq.empty();
     const bool has_ckpt = ckpt_units(tier) && !cq.empty();
+    // A stranded leaf (no checkpoint at or below it: no hit can end in it) goes first, dropped.
+    if (eviction->drops_stranded_first()) {
+      EvictionQueue& sq = stranded_queue[tier];
+      while (!sq.empty() && !(kv_unit_valid(tier, sq.top()) && !tree.at(sq.top().node).has_checkpoint() &&
+                              tree.at(sq.top().node).n_children == 0))
+        sq.pop();
+      if (!sq.empty()) {
+        const int32_t node = sq.top().node;
+        sq.pop();
+        drop_node(node);
+        return true;
+      }
+    }
     if (!has_kv && !has_ckpt) return false;
     if (has_ckpt && (!has_kv || cq.top().score <= kq.top().score)) {
       const int32_t node = cq.top().node;

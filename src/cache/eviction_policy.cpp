@@ -103,6 +103,31 @@ bool has_prefix(const std::string& spec, const std::string& name) {
   return spec.rfind(name, 0) == 0 && (spec.size() == name.size() || spec[name.size()] == ':');
 }
 
+// Boundary-aware: a hit ends at a checkpoint, so KV pages past a path's deepest checkpoint can
+// never be restored from (they would be recomputed anyway): such stranded leaves go first, oldest
+// first, and are dropped rather than demoted. Live leaves then leave by last use — an agent
+// session's path is reused when its next turn comes, one think time after the last — with the
+// checkpoint's FLOP-per-byte value (recompute saved per byte held) as the tie-break. KV leaves
+// only; O(log n) per decision (two heaps).
+class BoundaryAware final : public EvictionPolicy {
+ public:
+  BoundaryAware(const CacheModelSizes& s, int64_t page_tokens) : marconi_(1.0, 64.0, s, page_tokens) {}
+  std::string name() const override { return "boundary-aware"; }
+  bool evicts_checkpoints_alone() const override { return false; }
+  bool uses_replay_tokens() const override { return true; }
+  float checkpoint_value(int64_t replay, int64_t end) const override {
+    return marconi_.checkpoint_value(replay, end);
+  }
+  bool drops_stranded_first() const override { return true; }
+  double kv_score(uint64_t access, float v) const override { return static_cast<double>(access) + 0.5 * v; }
+  double checkpoint_score(uint64_t access, float v) const override {
+    return static_cast<double>(access) + 0.5 * v;
+  }
+
+ private:
+  FlopPerByte marconi_;  // only its value function
+};
+
 }  // namespace
 
 std::unique_ptr<EvictionPolicy> make_eviction_policy(const std::string& spec, const CacheModelSizes& sizes,
@@ -124,9 +149,10 @@ std::unique_ptr<EvictionPolicy> make_eviction_policy(const std::string& spec, co
     if (w > 1 || horizon <= 0) fail("eviction policy '{}': weight must be in [0,1], horizon > 0", spec);
     return std::make_unique<SegLen>(w, horizon, page_tokens);
   }
+  if (spec == "boundary-aware") return std::make_unique<BoundaryAware>(sizes, page_tokens);
   fail(
       "unknown eviction policy '{}' (leaf-lru | consumed-state-lru | flop-per-byte[:alpha[:horizon]] | "
-      "seglen[:weight[:horizon]])",
+      "seglen[:weight[:horizon]] | boundary-aware)",
       spec);
 }
 

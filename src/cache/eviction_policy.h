@@ -11,6 +11,9 @@
 //                             saves per byte it holds, squashed to [0,1). Both unit kinds. A=1,H=64.
 //   seglen[:W[:H]]            SegLen: W·recency/H + (1-W)·value, value = replay length to the
 //                             nearest ancestor checkpoint, squashed to [0,1). Both kinds. W=0.85.
+//   boundary-aware            KV leaves past their path's deepest checkpoint (stranded: no hit can
+//                             end there) first, dropped even with a host tier; then leaf-LRU with
+//                             the checkpoint's FLOP-per-byte value as the tie-break. KV leaves only.
 #pragma once
 
 #include <cstdint>
@@ -35,6 +38,9 @@ class EvictionPolicy {
   virtual double kv_score(uint64_t access, float ckpt_value) const = 0;
   // Score of a checkpoint unit last used (consumed or created) at `ckpt_access`.
   virtual double checkpoint_score(uint64_t ckpt_access, float ckpt_value) const = 0;
+  // true: a KV leaf without a checkpoint (its page lies past the deepest checkpoint of its path, so
+  // no hit can use it) leaves before any other unit, oldest first, and is dropped, not demoted.
+  virtual bool drops_stranded_first() const { return false; }
 };
 
 std::unique_ptr<EvictionPolicy> make_eviction_policy(const std::string& spec, const CacheModelSizes& sizes,

@@ -67,6 +67,7 @@ struct HybridCache::Impl {
   std::vector<BlockPool> pages;   // [n_tiers]
   std::vector<StatePool> states;  // [n_tiers] (live slots only in tier 0)
   std::array<EvictionQueue, kMaxTiers> kv_queue, ckpt_queue;
+  std::array<EvictionQueue, kMaxTiers> stranded_queue;  // leaves without a checkpoint (drops_stranded_first)
   std::unordered_map<SeqId, CacheSeq> seqs;
   SeqId next_seq = 1;
   uint32_t tick = 0;         // admissions so far (recency clock; 2^32 admissions max)

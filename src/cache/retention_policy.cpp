@@ -1,5 +1,6 @@
 #include "cache/retention_policy.h"
 
+#include <algorithm>
 #include <charconv>
 
 #include "core/check.h"
@@ -75,6 +76,57 @@ class Semantic final : public RetentionPolicy {
   }
 };
 
+// Boundary-aware: only what an agent server knows about where a later prompt can branch off —
+// the point where this prompt left the cached tree (a fork: sub-agents, retries), the prompt end
+// (the next turn of a recorded conversation) and the end of decoding (the next turn of a live one)
+// — plus, as `boundary-aware:N`, one state every N tokens of a long prefill (the interval:N
+// positions) as a fallback when the tail of a path is evicted.
+class BoundaryAwareRetention final : public RetentionPolicy {
+ public:
+  explicit BoundaryAwareRetention(int64_t n) : n_(n) {}
+  std::string name() const override {
+    return n_ > 0 ? "boundary-aware:" + std::to_string(n_) : "boundary-aware";
+  }
+  void wanted(const RetentionContext& ctx, int64_t begin, int64_t end,
+              std::vector<WantedCheckpoint>& out) const override {
+    const size_t first = out.size();
+    const int64_t pe = prompt_end(ctx);
+    if (n_ > 0)
+      for (int64_t p = (begin / n_ + 1) * n_; p <= end; p += n_)
+        if (p != pe) out.push_back({p, CheckpointReason::Interval});
+    push_if_in(out, pe, begin, end, CheckpointReason::PromptEnd);
+    const int64_t b = ctx.branch_tokens;
+    if (b != pe && (n_ == 0 || b % n_ != 0)) push_if_in(out, b, begin, end, CheckpointReason::Branch);
+    std::sort(out.begin() + std::ptrdiff_t(first), out.end(),
+              [](const WantedCheckpoint& x, const WantedCheckpoint& y) { return x.position < y.position; });
+  }
+  bool keeps_decode_end() const override { return true; }
+  bool allows(CheckpointReason r, int64_t p) const override {
+    return (r == CheckpointReason::Interval && n_ > 0 && p % n_ == 0) || r == CheckpointReason::PromptEnd ||
+           r == CheckpointReason::Branch || r == CheckpointReason::DecodeEnd;
+  }
+
+ private:
+  int64_t n_;  // 0 = no interval positions
+};
+
+// vLLM's retention interval 0 in this cache: the latest replay boundary (prompt end) and the
+// shared-prefix junction where the prompt left the cached tree; no decode-end state.
+class Junction final : public RetentionPolicy {
+ public:
+  std::string name() const override { return "junction"; }
+  void wanted(const RetentionContext& ctx, int64_t begin, int64_t end,
+              std::vector<WantedCheckpoint>& out) const override {
+    const int64_t pe = prompt_end(ctx), b = ctx.branch_tokens;
+    if (b > 0 && b < pe) push_if_in(out, b, begin, end, CheckpointReason::Branch);
+    push_if_in(out, pe, begin, end, CheckpointReason::PromptEnd);
+    if (b > pe) push_if_in(out, b, begin, end, CheckpointReason::Branch);
+  }
+  bool allows(CheckpointReason r, int64_t) const override {
+    return r == CheckpointReason::PromptEnd || r == CheckpointReason::Branch;
+  }
+};
+
 class NoRetention final : public RetentionPolicy {
  public:
   std::string name() const override { return "none"; }
@@ -89,7 +141,20 @@ std::unique_ptr<RetentionPolicy> make_retention_policy(const std::string& spec, 
   if (spec == "every-block") return std::make_unique<EveryBlock>();
   if (spec == "semantic") return std::make_unique<Semantic>();
   if (spec == "prompt-end") return std::make_unique<PromptEnd>();
+  if (spec == "junction") return std::make_unique<Junction>();
   if (spec == "none") return std::make_unique<NoRetention>();
+  if (spec == "boundary-aware" || spec.rfind("boundary-aware:", 0) == 0) {
+    int64_t n = 0;
+    if (spec.size() > 14) {
+      const std::string arg = spec.substr(15);
+      auto [ptr, ec] = std::from_chars(arg.data(), arg.data() + arg.size(), n);
+      if (ec != std::errc() || ptr != arg.data() + arg.size() || n <= 0)
+        fail("retention policy '{}': interval must be a positive integer", spec);
+    }
+    if (n % page_tokens != 0)
+      fail("retention policy '{}': interval {} is not a multiple of the page size {}", spec, n, page_tokens);
+    return std::make_unique<BoundaryAwareRetention>(n);
+  }
   if (spec.rfind("interval:", 0) == 0) {
     const std::string arg = spec.substr(9);
     int64_t n = 0;
@@ -100,7 +165,10 @@ std::unique_ptr<RetentionPolicy> make_retention_policy(const std::string& spec, 
       fail("retention policy '{}': interval {} is not a multiple of the page size {}", spec, n, page_tokens);
     return std::make_unique<Interval>(n);
   }
-  fail("unknown retention policy '{}' (every-block | interval:N | semantic | prompt-end | none)", spec);
+  fail(
+      "unknown retention policy '{}' (every-block | interval:N | semantic | prompt-end | junction | "
+      "boundary-aware[:N] | none)",
+      spec);
 }
 
 }  // namespace ds

@@ -2,7 +2,9 @@
 // emits the state there inside the forward pass; the cache stores it at commit). Positions are
 // always multiples of page_tokens: a wanted position is rounded DOWN to the page grid.
 // Specs: every-block | interval:N (N a multiple of page_tokens; + the prompt end) | semantic
-// (Marconi: branch points found at admission + the last decoded token) | prompt-end | none.
+// (Marconi: branch points found at admission + the last decoded token) | prompt-end | junction
+// (vLLM's retention 0: prompt end + the shared-prefix junction) | boundary-aware[:N] (branch point,
+// prompt end, decode end; with N also every N tokens) | none.
 #pragma once
 
 #include <cstdint>

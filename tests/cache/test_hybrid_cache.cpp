@@ -304,6 +304,23 @@ TEST(HybridCache, AdmissionFailsWhenTheLiveStateDoesNotFit) {
   cache.check_invariants();
 }
 
+// KV past a path's deepest checkpoint can never be restored from: boundary-aware drops those
+// stranded pages first, where leaf-LRU takes the oldest session's tail and with it its hit.
+TEST(HybridCache, BoundaryAwareEvictionDropsStrandedPagesFirst) {
+  for (const char* eviction : {"leaf-lru", "boundary-aware"}) {
+    SCOPED_TRACE(eviction);
+    HybridCache cache(small_config("prompt-end", eviction, 52));
+    const auto b = iota_tokens(300, 18), a = iota_tokens(100, 18);
+    run_request(cache, b);                       // 4 pages + checkpoint at 16: 20 bytes
+    run_request(cache, a, iota_tokens(500, 6));  // 6 pages (16..24 past the checkpoint) + checkpoint: 28
+    run_request(cache, iota_tokens(900, 8));     // 2 pages + checkpoint: 12 bytes, 4 free
+    const bool ours = std::string(eviction) == "boundary-aware";
+    EXPECT_EQ(cache.match(concat(b, iota_tokens(700, 4))).n_hit_tokens, ours ? 16 : 0);
+    EXPECT_EQ(cache.match(concat(a, iota_tokens(700, 4))).n_hit_tokens, 16);
+    cache.check_invariants();
+  }
+}
+
 TEST(HybridCache, ConfigErrorsNameTheField) {
   auto expect_error = [](CacheConfig c, const std::string& needle) {
     try {

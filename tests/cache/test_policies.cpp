@@ -49,6 +49,22 @@ TEST(Retention, PromptEndSemanticNone) {
   EXPECT_FALSE(none->allows(CheckpointReason::PromptEnd, 16));
 }
 
+TEST(Retention, BoundaryAwareAndJunction) {
+  auto ba = make_retention_policy("boundary-aware", 4);
+  EXPECT_EQ(positions(*ba, {4, 18, 12}, 0, 18), (std::vector<int64_t>{12, 16}));  // branch, prompt end
+  EXPECT_EQ(positions(*ba, {4, 18, 0}, 0, 18), (std::vector<int64_t>{16}));
+  EXPECT_TRUE(ba->keeps_decode_end());
+  EXPECT_TRUE(ba->allows(CheckpointReason::DecodeEnd, 20));
+  EXPECT_FALSE(ba->allows(CheckpointReason::Interval, 8));
+  auto ba8 = make_retention_policy("boundary-aware:8", 4);  // + the interval grid
+  EXPECT_EQ(positions(*ba8, {4, 22, 12}, 0, 22), (std::vector<int64_t>{8, 12, 16, 20}));
+  EXPECT_TRUE(ba8->allows(CheckpointReason::Interval, 16));
+  EXPECT_THROW(make_retention_policy("boundary-aware:6", 4), Error);
+  auto j = make_retention_policy("junction", 4);
+  EXPECT_EQ(positions(*j, {4, 18, 12}, 0, 18), (std::vector<int64_t>{12, 16}));
+  EXPECT_FALSE(j->keeps_decode_end());
+}
+
 TEST(Retention, BadSpecsNameTheSpec) {
   EXPECT_THROW(make_retention_policy("interval:30", 64), Error);  // not a page multiple
   EXPECT_THROW(make_retention_policy("interval:", 64), Error);
@@ -72,6 +88,11 @@ TEST(Eviction, ParsesSpecsAndSaysWhatItDrops) {
   EXPECT_THROW(make_eviction_policy("seglen:2", s, 4), Error);
   EXPECT_THROW(make_eviction_policy("flop-per-bytes", s, 4), Error);
   EXPECT_THROW(make_eviction_policy("mru", s, 4), Error);
+  auto ba = make_eviction_policy("boundary-aware", s, 4);
+  EXPECT_FALSE(ba->evicts_checkpoints_alone());
+  EXPECT_TRUE(ba->drops_stranded_first());
+  EXPECT_FALSE(make_eviction_policy("leaf-lru", s, 4)->drops_stranded_first());
+  EXPECT_LT(ba->kv_score(3, 0.9f), ba->kv_score(4, 0.0f));  // recency first, value breaks ties
 }
 
 TEST(Eviction, FlopPerByteValuesLongerReplayHigherAndAlphaTradesRecency) {
