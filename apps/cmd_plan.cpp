@@ -2,9 +2,11 @@
 #include <fmt/format.h>
 
 #include <memory>
+#include <nlohmann/json.hpp>
 
 #include "commands.h"
 #include "core/check.h"
+#include "plan/economics.h"
 #include "plan/hardware_profile.h"
 #include "plan/model_profile.h"
 #include "plan/planner.h"
@@ -22,7 +24,48 @@ struct PlanArgs {
   double gpu_memory_utilization = 0.90;
   int64_t max_batched_tokens = 8192;
   bool json = false;
+  int ep = 0;           // 0 = --gpus
+  double ep_bytes = 3;  // P: dispatch + combine bytes per activation element
+  bool economics = false;
 };
+
+// The planned model's EP comm/compute ratio at --ep (its KV throughput is in the plan itself).
+void add_ep_ratio(const PlanArgs& a, const HardwareProfile& hw, std::string& doc) {
+  const ArchProfile arch = ArchProfile::load(a.model);
+  if (arch.expert_intermediate() <= 0) return;
+  const int ep = a.ep > 0 ? a.ep : a.gpus;
+  const EpRatio r = ep_comm_compute_ratio(arch, hw, ep, a.gpus, a.ep_bytes);
+  if (!a.json) {
+    doc += fmt::format(
+        "MoE EP comm / compute (E = {}): P F / (6 m B) (1 - 1/E) = {} B x {:.3g} FLOP/s / (6 x {} x {:.3g} "
+        "B/s) x {:.3f} "
+        "= {:.3f}; m for 1.0: {:.0f}\n",
+        ep, r.p_bytes, r.ffn_flops_s, r.m, r.net_bytes_s, 1.0 - 1.0 / ep, r.ratio, r.m_for_unity);
+    return;
+  }
+  nlohmann::json j = nlohmann::json::parse(doc);
+  j["ep_comm_compute_ratio"] = {{"ep", ep},
+                                {"ratio", r.ratio},
+                                {"m", r.m},
+                                {"m_for_unity", r.m_for_unity},
+                                {"p_bytes", r.p_bytes},
+                                {"ffn_flops_s", r.ffn_flops_s},
+                                {"net_bytes_s", r.net_bytes_s}};
+  doc = j.dump(2);
+}
+
+// Cross-model tables over every bundled family config on H200 and B300 (8 GPUs).
+void print_economics_tables(const PlanArgs& a, int kv_bytes) {
+  std::vector<ArchProfile> archs;
+  for (const std::string& n : ArchProfile::bundled_names()) archs.push_back(ArchProfile::load(n));
+  const std::vector<HardwareProfile> hws = {HardwareProfile::load("h200"), HardwareProfile::load("b300")};
+  fmt::print(
+      "MoE EP communication / computation, T_comm / T_comp = P F / (6 m B) (1 - 1/E), P = {} B; "
+      "m1 = the m that makes it 1.0 (E <= {}: NVLink, beyond: scale-out NIC)\n{}\n",
+      a.ep_bytes, a.gpus, ep_ratio_table(archs, hws, {8, 64}, a.gpus));
+  fmt::print("KV throughput, Gbit/s = KV bytes of one sequence / its prefill time on {} GPUs ({} KV)\n{}",
+             a.gpus, kv_bytes == 1 ? "fp8" : "bf16", kv_throughput_table(archs, hws, a.gpus, kv_bytes));
+}
 
 void run_plan(const PlanArgs& a, bool tp_given) {
   if (a.gpus < 1) fail("--gpus must be >= 1, got {}", a.gpus);
@@ -42,8 +85,14 @@ void run_plan(const PlanArgs& a, bool tp_given) {
   opt.kv_dtype_bytes = a.kv_dtype == "fp8" ? 1 : 2;
   opt.gpu_memory_utilization = a.gpu_memory_utilization;
   opt.max_batched_tokens = a.max_batched_tokens;
+  if (a.economics) {
+    print_economics_tables(a, opt.kv_dtype_bytes);
+    return;
+  }
   const MemoryPlan plan = make_plan(model, hw, opt);
-  fmt::print("{}\n", a.json ? plan_json(plan) : plan_table(plan));
+  std::string doc = a.json ? plan_json(plan) : plan_table(plan);
+  add_ep_ratio(a, hw, doc);
+  fmt::print("{}\n", doc);
 }
 
 }  // namespace
@@ -67,6 +116,15 @@ void register_plan(CLI::App& app) {
                   "Tokens per step: sizes the activation reserve and prefill chunks")
       ->capture_default_str();
   cmd->add_flag("--json", args->json, "Print the plan as one JSON document");
+  cmd->add_option("--ep", args->ep,
+                  "Expert-parallel size for the MoE comm/compute ratio (default: --gpus; beyond --gpus the "
+                  "scale-out NIC carries it)");
+  cmd->add_option("--ep-bytes", args->ep_bytes,
+                  "P: bytes per activation element sent, dispatch + combine (FP8 + BF16 = 3)")
+      ->capture_default_str();
+  cmd->add_flag(
+      "--economics", args->economics,
+      "Print the EP ratio and KV throughput tables over every bundled model family on H200 and B300");
   auto* tp = cmd->get_option("--tp");
   cmd->callback([args, tp] { run_plan(*args, tp->count() > 0); });
 }

@@ -35,6 +35,7 @@ constexpr NumberField kFields[] = {
     {"fp8_flops", &HardwareProfile::fp8_flops, true, false},
     {"fp4_flops", &HardwareProfile::fp4_flops, false, false},
     {"nvlink_bw_bytes_s", &HardwareProfile::nvlink_bw_bytes_s, true, false},
+    {"scaleout_bw_bytes_s", &HardwareProfile::scaleout_bw_bytes_s, false, false},
     {"host_dram_bytes", &HardwareProfile::host_dram_bytes, false, false},
     {"host_dram_bw_bytes_s", &HardwareProfile::host_dram_bw_bytes_s, false, false},
     {"host_link_bw_bytes_s", &HardwareProfile::host_link_bw_bytes_s, true, false},
@@ -46,6 +47,7 @@ constexpr NumberField kFields[] = {
     {"comm_latency_s", &HardwareProfile::comm_latency_s, false, false},
     {"runtime_reserve_bytes", &HardwareProfile::runtime_reserve_bytes, false, false},
     {"step_overhead_s", &HardwareProfile::step_overhead_s, false, false},
+    {"gpu_hour_usd", &HardwareProfile::gpu_hour_usd, false, false},
 };
 
 // Folders that may hold the bundled `profiles/` tree, most specific first.

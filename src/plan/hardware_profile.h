@@ -21,6 +21,7 @@ struct HardwareProfile {
   double fp8_flops = 0;             // dense
   double fp4_flops = 0;             // dense; 0 = no FP4 tensor cores (fp4 work runs at the fp8 rate)
   double nvlink_bw_bytes_s = 0;     // per GPU, one direction
+  double scaleout_bw_bytes_s = 0;   // per GPU scale-out NIC (InfiniBand / Ethernet), one direction; 0 = none
   double host_dram_bytes = 0;       // host DRAM per GPU share of the node
   double host_dram_bw_bytes_s = 0;  // host DRAM bandwidth per GPU share
   double host_link_bw_bytes_s = 0;  // host<->GPU link (PCIe / C2C) per GPU, one direction
@@ -33,6 +34,7 @@ struct HardwareProfile {
   double comm_latency_s = 0;         // fixed cost of one TP allreduce
   double runtime_reserve_bytes = 0;  // per GPU: CUDA graphs, NCCL / cuBLAS workspaces, allocator slack
   double step_overhead_s = 0;        // fixed host time per engine step (scheduling, launches, sampling)
+  double gpu_hour_usd = 0;           // on-demand rental price of one GPU-hour; 0 = no sourced price
 
   std::map<std::string, std::string> sources;  // field name -> where the number comes from
 

@@ -156,6 +156,10 @@ std::string plan_json(const MemoryPlan& p) {
                   {"kv_gbit_per_s", pt.kv_bytes_per_s * 8 / 1e9}});
   }
   j["kv_throughput"] = tp;
+  nlohmann::json by_len = nlohmann::json::object();  // the same numbers keyed by prompt length
+  for (const KvThroughputPoint& pt : p.kv_throughput)
+    by_len[std::to_string(pt.prompt_tokens)] = pt.kv_bytes_per_s * 8 / 1e9;
+  j["kv_throughput_gbit_s"] = by_len;
   if (p.vllm.geometry.block_tokens > 0) {
     const VllmBudget& v = p.vllm;
     j["vllm"] = {{"block_tokens", v.geometry.block_tokens},

@@ -35,7 +35,7 @@ struct PlanOptions {
   int kv_dtype_bytes = 1;                // 1 = fp8, 2 = bf16 MLA latent cache
   double gpu_memory_utilization = 0.90;  // vLLM default (and the InferenceX K3 B300 recipe)
   int64_t max_batched_tokens = 8192;     // vLLM API-server default: profiling pass and prefill chunk
-  std::vector<int64_t> throughput_prompt_tokens = {8192, 32768, 131072};
+  std::vector<int64_t> throughput_prompt_tokens = {8192, 32768, 131072, 262144};
   int64_t max_model_len = 1 << 20;  // for vLLM's reported token count
   double vllm_cuda_graph_fraction = kVllmCudaGraphFraction;
 };

@@ -24,7 +24,7 @@ TEST(Planner, KimiK3OnEightB300MatchesTheSeedBudget) {
   EXPECT_NEAR(p.checkpoint_tokens_equiv, 4064, 5);
   // Weights per GPU: "~188 GB/GPU" in the InferenceX recipe (1.5 TB / 8) plus replicated tensors.
   EXPECT_NEAR(p.weight_bytes / 1e9, 200, 12);
-  ASSERT_EQ(p.kv_throughput.size(), 3u);
+  ASSERT_EQ(p.kv_throughput.size(), 4u);  // 8k, 32k, 128k, 256k
   for (size_t i = 1; i < p.kv_throughput.size(); ++i)
     EXPECT_GT(p.kv_throughput[i].prefill_s, p.kv_throughput[i - 1].prefill_s);
 }
@@ -36,7 +36,8 @@ TEST(Planner, JsonCarriesTheBudget) {
   EXPECT_EQ(j.at("kv_dtype_bytes"), 1);
   EXPECT_EQ(j.at("kda_state_bytes").get<int64_t>(), p.kda_state_bytes);
   EXPECT_EQ(j.at("per_gpu").at("kda_state_bytes_per_gpu").get<double>(), p.kda_state_bytes_per_gpu);
-  EXPECT_EQ(j.at("kv_throughput").size(), 3u);
+  EXPECT_EQ(j.at("kv_throughput").size(), 4u);
+  EXPECT_GT(j.at("kv_throughput_gbit_s").at("262144").get<double>(), 0);
   EXPECT_TRUE(j.at("fits").get<bool>());
   EXPECT_NE(plan_table(p).find("KV token budget"), std::string::npos);
 }
