@@ -99,7 +99,9 @@ void apply_preset(ReplayFlags& f, const CLI::App& cmd) {
   if (cmd.count("--profile")) f.setup.agentx.profile_s = user.agentx.profile_s;
   if (cmd.count("--cache-warmup")) f.setup.agentx.cache_warmup_s = user.agentx.cache_warmup_s;
   f.setup.sglang_mamba_ratio = user.sglang_mamba_ratio;
+  if (cmd.count("--live-output")) f.setup.live_output = user.live_output;
   if (cmd.count("--reserve-full-prompt")) f.setup.reserve_full_prompt = user.reserve_full_prompt;
+  if (cmd.count("--gpu-hour-usd")) f.setup.gpu_hour_usd = user.gpu_hour_usd;
   f.setup.sglang_track_interval = user.sglang_track_interval;
   if (!f.cache_model.empty()) {  // one copy of each preset arm per cache model (sglang: GPU-only arms)
     std::vector<CacheVariant> out;
@@ -107,7 +109,10 @@ void apply_preset(ReplayFlags& f, const CLI::App& cmd) {
       for (CacheVariant v : f.setup.variants) {
         if (model == "sglang" && v.tiers.size() > 1) continue;
         v.cache_model = model;
-        if (model == "deltaserve") v.retention = "interval:32768", v.eviction = "leaf-lru";
+        if (model == "deltaserve") {
+          v.retention = f.retention.empty() ? "interval:32768" : f.retention;
+          v.eviction = f.eviction.empty() ? "leaf-lru" : f.eviction;
+        }
         v.label += "/" + model;
         out.push_back(std::move(v));
       }
@@ -254,6 +259,14 @@ void register_replay(CLI::App& app) {
   cmd->add_flag("--reserve-full-prompt", flags->setup.reserve_full_prompt,
                 "scheduler: admission reserves cache room for the whole prompt (vLLM's default since v0.19), "
                 "not only the first chunk");
+  cmd->add_flag(
+      "--live-output", flags->setup.live_output,
+      "decoded tokens are the next prompt's tokens at those positions (when it extends this one), so "
+      "KV and states after decoding can hit the next turn; off = the recorded conversation is resent "
+      "whatever the model says (AgentX)");
+  cmd->add_option(
+      "--gpu-hour-usd", flags->setup.gpu_hour_usd,
+      "$ per GPU-hour for $/M tokens (default: the hardware profile's sourced price, b300 $6.00)");
   cmd->add_option("--sglang-mamba-ratio", flags->setup.sglang_mamba_ratio,
                   "cache model sglang: state pool / KV pool bytes (--mamba-full-memory-ratio)")
       ->capture_default_str();

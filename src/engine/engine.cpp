@@ -43,6 +43,7 @@ EngineEvents Engine::step() {
       clock_.step_done(result.duration_s);
       ++n_steps_;
     }
+    ev.admitted = plan.admitted;
     StepEvents se = sched_.apply(plan, result.sampled_tokens);
     ev.tokens = std::move(se.tokens);
     ev.logprobs = std::move(result.logprobs);

@@ -30,6 +30,7 @@ struct EngineEvents {
   int64_t n_scheduled_tokens = 0;       // tokens computed by the step
   std::vector<SampledToken> tokens;     // sampled this step, in plan order
   std::vector<TokenLogprobs> logprobs;  // empty, or one per entry of `tokens` (see StepResult)
+  std::vector<RequestId> admitted;      // admitted to the cache by this step (at now_s - step_s)
   std::vector<RequestId> first_token;   // requests whose first output token is among `tokens`
   std::vector<Request> finished;        // max_output_tokens reached or a stop token sampled
   std::vector<Request> aborted;         // cancelled by abort() since the previous step

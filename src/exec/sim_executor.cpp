@@ -26,7 +26,15 @@ StepResult SimExecutor::execute(const SchedulePlan& plan) {
     w.n_checkpoints = static_cast<int64_t>(s.checkpoints.size());
     w.n_restores = s.restore_from.valid() ? 1 : 0;
     w.host_load_bytes = s.host_load_bytes;
-    if (s.samples) result.sampled_tokens.push_back(fake_token(s.request_id, s.end));
+    if (s.samples) {
+      int32_t token = fake_token(s.request_id, s.end);
+      if (s.sampling != nullptr) {  // scripted output (replay --live-output)
+        const int64_t i = s.end - s.sampling->forced_from;
+        if (i >= 0 && i < static_cast<int64_t>(s.sampling->forced_tokens.size()))
+          token = s.sampling->forced_tokens[static_cast<size_t>(i)];
+      }
+      result.sampled_tokens.push_back(token);
+    }
   }
   if (!plan.seqs.empty()) {
     last_ = cost_model_.step(work_);

@@ -13,13 +13,16 @@
 
 #include "core/check.h"
 #include "core/hash.h"
+#include "plan/economics.h"
+#include "replay/offline_bound.h"
 #include "replay/replay_workload.h"
 
 namespace ds {
 namespace {
 
 struct InFlight {
-  ReplaySend send;  // without its tokens (they went into the request)
+  ReplaySend send;                   // without its tokens (they went into the request)
+  std::vector<uint64_t> bound_keys;  // the prompt's page keys for the offline bound (until admitted)
   bool warmup = false;
   double send_s = 0;
   double first_token_s = -1;
@@ -35,7 +38,10 @@ class ReplayRun {
       : trace_(trace),
         cfg_(cfg),
         engine_(EngineConfig{cfg.scheduler, cfg.cache, false}, executor, clock),
-        workload_(trace, cfg) {}
+        workload_(trace, cfg),
+        bound_(kBoundPageTokens, bound_budget(cfg.cache),
+               double(kBoundPageTokens * cfg.cache.sizes.kv_bytes_per_token),
+               double(cfg.cache.sizes.live_state_bytes)) {}
 
   RunMetrics run();
 
@@ -53,10 +59,27 @@ class ReplayRun {
   }
   bool stopped() const { return cfg_.duration_s > 0 && engine_.now_s() >= cfg_.duration_s; }
 
+  // The offline bound hashes 64-token pages whatever the cache model's page: a coarser engine page
+  // is a union of these with the same residency, so the bound holds for every model.
+  static constexpr int64_t kBoundPageTokens = 64;
+  static double bound_budget(const CacheConfig& c) {
+    double b = 0;
+    for (const CacheTier& t : c.tiers) b += double(t.capacity_bytes);
+    return b;
+  }
+  int64_t checkpoint_bytes() const {
+    const CacheConfig& c = cfg_.cache;
+    if (c.cache_model == "vllm") return c.vllm.block_bytes * c.vllm.kda_groups;
+    if (c.cache_model == "sglang") return c.sglang.state_bytes;
+    return c.sizes.checkpoint_bytes;
+  }
+
   const Trace& trace_;
   const ReplayConfig& cfg_;
   Engine engine_;
   ReplayWorkload workload_;
+  OfflineBound bound_;
+  int64_t checkpoints_at_measure_ = 0;
   std::unordered_map<RequestId, InFlight> in_flight_;
   std::vector<RequestSample> samples_;
   RequestId next_id_ = 1;
@@ -72,6 +95,7 @@ class ReplayRun {
     measure_start_s_ = now;
     n_output_at_measure_ = n_output_total_;
     lookups_at_measure_ = engine_.scheduler().lookup_stats();
+    checkpoints_at_measure_ = engine_.cache().stats().checkpoints_created;
   }
 };
 
@@ -80,6 +104,8 @@ void ReplayRun::send(ReplaySend r) {
   req.id = next_id_++;
   req.tokens = std::move(r.tokens);
   req.max_output_tokens = r.max_output_tokens;
+  req.sampling.forced_from = static_cast<int64_t>(req.tokens.size());
+  req.sampling.forced_tokens = std::move(r.scripted_output);
   if (r.warmup) ++n_warmup_, ++n_warmup_open_;
   if (req.tokens.empty()) {  // nothing to compute: the lane moves on
     workload_.done(r, engine_.now_s());
@@ -87,11 +113,13 @@ void ReplayRun::send(ReplaySend r) {
   }
   const bool warmup = r.warmup;
   const int64_t oracle = r.oracle_hit_tokens;
-  in_flight_.emplace(req.id, InFlight{.send = std::move(r),
-                                      .warmup = warmup,
-                                      .send_s = engine_.now_s(),
-                                      .first_token_s = -1,
-                                      .oracle_hit_tokens = oracle});
+  in_flight_.emplace(req.id,
+                     InFlight{.send = std::move(r),
+                              .bound_keys = OfflineBound::page_keys(req.tokens, kBoundPageTokens, true),
+                              .warmup = warmup,
+                              .send_s = engine_.now_s(),
+                              .first_token_s = -1,
+                              .oracle_hit_tokens = oracle});
   engine_.add(std::move(req));
 }
 
@@ -101,8 +129,17 @@ void ReplayRun::send_due() {
 
 void ReplayRun::handle(EngineEvents& events) {
   const double now = events.now_s;
-  for (RequestId id : events.first_token) in_flight_.at(id).first_token_s = now;
+  for (RequestId id : events.admitted) {
+    InFlight& info = in_flight_.at(id);  // (the bound ignores re-admissions after a preemption)
+    bound_.admit(id, std::move(info.bound_keys), !info.warmup, now - events.step_s);
+    info.bound_keys.clear();
+  }
+  for (RequestId id : events.first_token) {
+    in_flight_.at(id).first_token_s = now;
+    bound_.prefill_done(id, now);
+  }
   for (Request& req : events.rejected) {
+    bound_.finish(req.id, {}, now);
     InFlight info = in_flight_.at(req.id);
     in_flight_.erase(req.id);
     ++n_rejected_;
@@ -110,6 +147,7 @@ void ReplayRun::handle(EngineEvents& events) {
     workload_.done(info.send, now);
   }
   for (const Request& req : events.finished) {
+    bound_.finish(req.id, std::span<const int32_t>(req.tokens).first(size_t(req.n_computed_tokens)), now);
     InFlight info = in_flight_.at(req.id);
     in_flight_.erase(req.id);
     if (info.warmup) {
@@ -205,6 +243,16 @@ RunMetrics ReplayRun::metrics() const {
   const CacheStats& st = engine_.cache().stats();
   m.checkpoints_created = st.checkpoints_created;
   m.checkpoints_dropped = st.checkpoints_dropped;  // left the cache for good (alone or with KV)
+  if (m.n_prompt_tokens > 0)
+    m.offline_bound_hit_rate = std::min(bound_.bound_hit_tokens(now), double(m.n_theoretical_hit_tokens)) /
+                               double(m.n_prompt_tokens);
+  if (m.n_hit_tokens > 0)
+    m.checkpoint_bytes_per_hit_token = double(st.checkpoints_created - checkpoints_at_measure_) *
+                                       double(checkpoint_bytes()) / double(m.n_hit_tokens);
+  const TokenPrices prices =
+      token_prices(cfg_.gpu_hour_usd, cfg_.gpus, m.window_s, m.n_prompt_tokens, n_output_total_ - out0);
+  m.usd_per_m_input_tokens = prices.usd_per_m_input;
+  m.usd_per_m_output_tokens = prices.usd_per_m_output;
   m.peak_bytes_by_kind = peak_;
   return m;
 }

@@ -40,6 +40,12 @@ struct ReplayConfig {
   uint64_t token_salt = 0;        // != 0: every prompt is re-salted, so runs against one live server
                                   // share no prefixes with earlier runs
   int64_t kv_budget_tokens = 0;   // reported only (the cache config holds the bytes)
+  // Decoded tokens are the ids the chain's next prompt holds at those positions (when it extends
+  // this one; a partial last block keeps this prompt's ids), so KV and states after decoding can
+  // hit the next turn. Off: decoded tokens are the executor's own (hash-id harnesses such as
+  // AgentX resend the recorded conversation, not the model's output).
+  bool live_output = false;
+  double gpu_hour_usd = 0;  // > 0: $ per million input / output tokens in RunMetrics
   // AgentX harness (agentx_harness.h) instead of the lanes above: sub-agent branches, snapshot and
   // cache warm-up, a profiling window with cool-down. duration_s, max_think_s, warmup and the
   // start fractions above are then unused (AgentxOptions holds its own).

@@ -50,14 +50,68 @@ ReplayPreset k3_b300_agentx() {
   return p;
 }
 
+// The policy comparison (docs/policy.md): K3 on 8 x B300 GPU-only, the AgentX-fitted synthetic under
+// the AgentX harness with live outputs (decoded tokens reappear in the next prompt, so end-of-decode
+// checkpoints can hit), vLLM's full-prompt admission gate for every arm, concurrency 8-32; every
+// anchor policy in this cache, vLLM's and SGLang's caches emulated, and ours. Shorter windows than
+// the AgentX preset (300 s cache warm-up, 1200 s profiling) to keep 36 runs within minutes.
+ReplayPreset policy_k3_b300() {
+  ReplayPreset p;
+  p.name = "policy-k3-b300";
+  p.description =
+      "retention / eviction policies on Kimi K3, 8 x B300, GPU-only, synthetic:agentx under the AgentX "
+      "harness "
+      "with live outputs; anchors (vLLM interval:32768 and retention 0, SGLang consumed-state LRU, Marconi, "
+      "every-block, prompt-end), the vLLM and SGLang caches emulated, and boundary-aware";
+  p.trace = "synthetic:agentx";
+  ReplaySetup& s = p.setup;
+  s.model = "kimi-k3";
+  s.hardware = "b300";
+  s.gpus = 8;
+  s.kv_dtype_bytes = 1;
+  s.mixed_batches = true;
+  s.reserve_full_prompt = true;
+  s.max_step_tokens = 8192;
+  s.harness = "agentx";
+  s.agentx = AgentxOptions{};
+  s.agentx.cache_warmup_s = 300;
+  s.agentx.profile_s = 1200;
+  s.live_output = true;
+  s.concurrency = {8, 16, 24, 32};
+  auto ours = [](const char* label, const char* retention, const char* eviction) {
+    return CacheVariant{.label = label, .retention = retention, .eviction = eviction, .tiers = {"hbm"}};
+  };
+  s.variants = {
+      ours("vllm-interval", "interval:32768", "leaf-lru"),
+      ours("vllm-0", "junction", "leaf-lru"),
+      ours("sglang-csl", "semantic", "consumed-state-lru"),
+      ours("marconi", "semantic", "flop-per-byte"),
+      ours("every-block", "every-block", "leaf-lru"),
+      ours("prompt-end", "prompt-end", "leaf-lru"),
+      ours("boundary-aware", "boundary-aware", "boundary-aware"),
+      CacheVariant{.label = "vllm-cache",
+                   .retention = "vllm:0",
+                   .eviction = "vllm-lru",
+                   .tiers = {"hbm"},
+                   .cache_model = "vllm"},
+      CacheVariant{.label = "sglang-cache",
+                   .retention = "",
+                   .eviction = "",
+                   .tiers = {"hbm"},
+                   .cache_model = "sglang"},
+  };
+  return p;
+}
+
 }  // namespace
 
 std::vector<std::string> replay_preset_names() {
-  return {"k3-b300-agentx"};
+  return {"k3-b300-agentx", "policy-k3-b300"};
 }
 
 ReplayPreset replay_preset(const std::string& name) {
   if (name == "k3-b300-agentx") return k3_b300_agentx();
+  if (name == "policy-k3-b300") return policy_k3_b300();
   fail("unknown replay preset '{}' (known: {})", name, fmt::join(replay_preset_names(), ", "));
 }
 

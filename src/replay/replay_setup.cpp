@@ -175,6 +175,8 @@ PreparedSweep prepare_sweep(const ReplaySetup& setup, const HardwareProfile& har
       rc.seed = setup.seed;
       rc.duration_s = setup.duration_s;
       rc.max_think_s = setup.max_think_s;
+      rc.live_output = setup.live_output;
+      rc.gpu_hour_usd = setup.gpu_hour_usd >= 0 ? setup.gpu_hour_usd : sw.hardware.gpu_hour_usd;
       rc.gpus = setup.gpus;
       rc.kv_budget_tokens = cache.cache_model == "vllm" ? cache.vllm.num_blocks * cache.page_tokens
                             : cache.cache_model == "sglang"

@@ -61,6 +61,8 @@ struct ReplaySetup {
   // the state pool gets ratio / (1 + ratio) of the budget) and the decode tracking interval.
   double sglang_mamba_ratio = 0.9;
   int64_t sglang_track_interval = 256;
+  bool live_output = false;  // decoded tokens reappear in the next prompt (ReplayConfig::live_output)
+  double gpu_hour_usd = -1;  // $ per GPU-hour for the cost columns; < 0 = the hardware profile's price
   uint64_t seed = 1;
   double duration_s = 600;         // virtual seconds per run
   int64_t max_step_tokens = 8192;  // scheduler token budget per step

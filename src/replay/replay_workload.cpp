@@ -40,23 +40,60 @@ ReplayWorkload::ReplayWorkload(const Trace& trace, const ReplayConfig& cfg)
   }
 }
 
-ReplaySend ReplayWorkload::make_send(int lane, const TraceTurn& turn, uint64_t salt, bool warmup) {
+std::vector<int32_t> ReplayWorkload::materialize(const TraceTurn& turn, uint64_t salt) const {
+  std::vector<int32_t> tokens = turn_tokens(turn, trace_.block_tokens);
+  if (salt != 0) {
+    uint64_t k = splitmix64(salt);
+    for (int32_t& t : tokens) t = static_cast<int32_t>((static_cast<uint64_t>(t) ^ k) & 0x7fffffff);
+  }
+  if (cfg_.vocab_size > 0)
+    for (int32_t& t : tokens) t %= cfg_.vocab_size;
+  return tokens;
+}
+
+ReplaySend ReplayWorkload::make_send(int lane, int branch, int session, const std::vector<TraceTurn>& chain,
+                                     size_t turn_index, uint64_t salt, bool warmup) {
+  const TraceTurn& turn = chain[turn_index];
   ReplaySend r;
   r.lane = lane;
   r.turn = &turn;
   r.warmup = warmup;
   r.salt = salt;
   if (cfg_.token_salt != 0) r.salt = splitmix64(r.salt ^ cfg_.token_salt) | 1;
-  r.tokens = turn_tokens(turn, trace_.block_tokens);
-  if (r.salt != 0) {
-    uint64_t k = splitmix64(r.salt);
-    for (int32_t& t : r.tokens) t = static_cast<int32_t>((static_cast<uint64_t>(t) ^ k) & 0x7fffffff);
-  }
-  if (cfg_.vocab_size > 0)
-    for (int32_t& t : r.tokens) t %= cfg_.vocab_size;
+  const auto key = std::make_pair(lane, branch);
+  auto prep = prepared_.find(key);
+  if (prep != prepared_.end() && prep->second.session == session && prep->second.turn == turn_index &&
+      prep->second.salt == r.salt)
+    r.tokens = std::move(prep->second.tokens);
+  else
+    r.tokens = materialize(turn, r.salt);
+  if (prep != prepared_.end()) prepared_.erase(prep);
   r.max_output_tokens = std::max<int64_t>(turn.n_output_tokens, 1);
   if (cfg_.max_output_tokens > 0) r.max_output_tokens = std::min(r.max_output_tokens, cfg_.max_output_tokens);
   r.oracle_hit_tokens = oracle_.observe(r.tokens);
+  // Live output: the next prompt of the chain, with the ids of this prompt's partial last block
+  // (a hash-id trace names a partial block and the full block it grows into differently, though
+  // the text only grew), decides what this request decodes.
+  if (cfg_.live_output && turn_index + 1 < chain.size()) {
+    const TraceTurn& next_turn = chain[turn_index + 1];
+    std::vector<int32_t> next = materialize(next_turn, r.salt);
+    const size_t P = r.tokens.size(), B = size_t(trace_.block_tokens), full = P / B;
+    const bool same_blocks = next_turn.hash_ids.size() >= full && turn.hash_ids.size() >= full &&
+                             std::equal(turn.hash_ids.begin(), turn.hash_ids.begin() + std::ptrdiff_t(full),
+                                        next_turn.hash_ids.begin());
+    if (same_blocks && next.size() > P) {
+      std::copy(r.tokens.begin() + std::ptrdiff_t(full * B), r.tokens.end(),
+                next.begin() + std::ptrdiff_t(full * B));
+      if (std::equal(r.tokens.begin(), r.tokens.end(), next.begin())) {
+        const size_t n_out = std::min<size_t>(size_t(r.max_output_tokens), next.size() - P);
+        r.scripted_output.assign(next.begin() + std::ptrdiff_t(P), next.begin() + std::ptrdiff_t(P + n_out));
+        std::vector<int32_t> seen = r.tokens;  // the decoded pages exist for the next turn (oracle)
+        seen.insert(seen.end(), r.scripted_output.begin(), r.scripted_output.end());
+        oracle_.observe(seen);
+        prepared_[key] = Prepared{session, turn_index + 1, r.salt, std::move(next)};
+      }
+    }
+  }
   ++n_sent_;
   return r;
 }
@@ -66,8 +103,8 @@ std::optional<ReplaySend> ReplayWorkload::take_due(double now_s) {
     const std::optional<AgentxRequest> a = agentx_->take_due(now_s);
     if (!a) return std::nullopt;
     const TraceSession& s = trace_.sessions[size_t(a->session)];
-    const TraceTurn& turn = a->branch < 0 ? s.turns[a->turn] : s.branches[size_t(a->branch)].turns[a->turn];
-    ReplaySend r = make_send(a->lane, turn, a->salt, a->warmup);
+    const std::vector<TraceTurn>& chain = a->branch < 0 ? s.turns : s.branches[size_t(a->branch)].turns;
+    ReplaySend r = make_send(a->lane, a->branch, a->session, chain, a->turn, a->salt, a->warmup);
     if (a->one_token) r.max_output_tokens = 1;
     r.agentx = *a;
     return r;
@@ -87,7 +124,8 @@ std::optional<ReplaySend> ReplayWorkload::take_due(double now_s) {
     lane.warmup_next = false;
     salt = lane.salt;
   }
-  return make_send(a.lane, trace_.sessions[static_cast<size_t>(a.session)].turns[a.turn], salt, warmup);
+  return make_send(a.lane, -1, a.session, trace_.sessions[static_cast<size_t>(a.session)].turns, a.turn, salt,
+                   warmup);
 }
 
 void ReplayWorkload::done(const ReplaySend& r, double now_s) {

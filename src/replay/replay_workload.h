@@ -11,6 +11,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <queue>
@@ -33,6 +34,9 @@ struct ReplaySend {
   std::vector<int32_t> tokens;    // prompt token ids (salted, taken modulo vocab_size)
   int64_t max_output_tokens = 1;  // recorded output length, capped by config.max_output_tokens
   int64_t oracle_hit_tokens = 0;  // theoretical hit of this prompt over the stream sent so far
+  // config.live_output: the tokens the next prompt of this chain holds after this prompt, which the
+  // simulated executor emits as this request's output (SamplingParams::forced_tokens).
+  std::vector<int32_t> scripted_output;
 };
 
 class ReplayWorkload {
@@ -82,8 +86,20 @@ class ReplayWorkload {
   int64_t n_sent_ = 0;
   std::unique_ptr<AgentxHarness> agentx_;
 
+  // A chain = the root turns of a lane's session, or one sub-agent branch: consecutive prompts that
+  // extend each other. live_output keeps the next prompt of a chain built ahead of time.
+  struct Prepared {
+    int session = -1;
+    size_t turn = 0;
+    uint64_t salt = 0;
+    std::vector<int32_t> tokens;
+  };
+  std::map<std::pair<int, int>, Prepared> prepared_;  // (lane, branch or -1) -> next prompt
+
   void lane_done(int lane, double now_s);
-  ReplaySend make_send(int lane, const TraceTurn& turn, uint64_t salt, bool warmup);
+  std::vector<int32_t> materialize(const TraceTurn& turn, uint64_t salt) const;
+  ReplaySend make_send(int lane, int branch, int session, const std::vector<TraceTurn>& chain, size_t turn,
+                       uint64_t salt, bool warmup);
 };
 
 // One measured (non-warm-up), completed request.

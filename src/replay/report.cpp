@@ -8,6 +8,7 @@
 #include <set>
 
 #include "core/check.h"
+#include "plan/economics.h"
 #include "replay/svg_plot.h"
 
 namespace ds {
@@ -19,12 +20,13 @@ namespace {
 #define DS_RUN_METRICS_SCALARS(X)                                                                  \
   X(label) X(concurrency) X(cache_model) X(harness) X(retention) X(eviction) X(tiers) X(gpus)    \
   X(kv_budget_tokens)                                                                            \
-  X(theoretical_hit_rate) X(realized_hit_rate) X(kv_reachable_rate)                              \
+  X(theoretical_hit_rate) X(realized_hit_rate) X(kv_reachable_rate) X(offline_bound_hit_rate)    \
   X(n_prompt_tokens) X(n_hit_tokens) X(n_kv_reachable_tokens) X(n_theoretical_hit_tokens)        \
   X(vllm_device_hit_rate) X(vllm_external_hit_rate) X(vllm_hit_rate_with_preempted) X(n_lookups)  \
   X(ttft_p50_s) X(ttft_p90_s) X(ttft_p99_s) X(n_ttft_censored) X(tpot_p50_s)                     \
   X(interactivity_tok_s) X(output_tok_s_total) X(output_tok_s_per_gpu) X(total_tok_s_per_gpu)    \
-  X(window_s) X(elapsed_virtual_s)                                                               \
+  X(window_s) X(elapsed_virtual_s) X(usd_per_m_input_tokens) X(usd_per_m_output_tokens)         \
+  X(checkpoint_bytes_per_hit_token)                                                              \
   X(n_requests) X(n_warmup_requests) X(n_rejected) X(n_output_tokens) X(n_steps) X(n_preemptions) \
   X(checkpoints_created) X(checkpoints_dropped) X(n_errors) X(first_error)
 // clang-format on
@@ -90,7 +92,8 @@ std::vector<std::string> labels_in_order(const std::vector<RunMetrics>& runs) {
   return labels;
 }
 
-constexpr const char* kReportFileNames[] = {"replay.json", "replay.csv", "hit_rate.svg", "throughput.svg"};
+constexpr const char* kReportFileNames[] = {"replay.json",    "replay.csv",          "hit_rate.svg",
+                                            "throughput.svg", "ttft_throughput.svg", "checkpoint_bytes.svg"};
 
 }  // namespace
 
@@ -137,12 +140,11 @@ std::string runs_csv(const std::vector<RunMetrics>& runs) {
 std::string runs_table(const std::vector<RunMetrics>& runs) {
   // Units in the header: % of prompt tokens, seconds, tokens per second (node = all GPUs together).
   std::string out = fmt::format(
-      "{:<16} {:>4} {:>6} {:>5} {:>6} {:>6} {:>6} {:>6} {:>6} {:>8} {:>8} {:>8} {:>5} {:>8} {:>9} {:>8} "
-      "{:>8} "
-      "{:>7} {:>6} {:>6} {:>5} {:>7}\n",
-      "config", "conc", "reqs", "rej", "theo%", "hit%", "kv%", "hbm%", "host%", "ttft50_s", "ttft90_s",
-      "ttft99_s", "cens", "tpot50_s", "out_tok/s", "out/gpu", "tot/gpu", "intact", "ckpt+", "ckpt-", "pre",
-      "virt_s");
+      "{:<16} {:>4} {:>6} {:>5} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>8} {:>8} {:>8} {:>5} {:>8} {:>9} "
+      "{:>8} {:>8} {:>7} {:>6} {:>6} {:>5} {:>7} {:>6} {:>7}\n",
+      "config", "conc", "reqs", "rej", "theo%", "bound%", "hit%", "kv%", "hbm%", "host%", "ttft50_s",
+      "ttft90_s", "ttft99_s", "cens", "tpot50_s", "out_tok/s", "out/gpu", "tot/gpu", "intact", "ckpt+",
+      "ckpt-", "pre", "virt_s", "$in/M", "$out/M");
   for (const auto& r : runs) {
     if (!measured(r)) {
       out += fmt::format(
@@ -155,19 +157,27 @@ std::string runs_table(const std::vector<RunMetrics>& runs) {
     double hbm = 0, host = 0;
     for (const auto& [t, rate] : r.hit_rate_by_tier) (t == "hbm" ? hbm : host) += rate;
     out += fmt::format(
-        "{:<16} {:>4} {:>6} {:>5} {:>6} {:>6} {:>6} {:>6} {:>6} {:>8.2f} {:>8.2f} {:>8.2f} {:>5} {:>8.4f} "
-        "{:>9.1f} {:>8.1f} {:>8.1f} {:>7.1f} {:>6} {:>6} {:>5} {:>7.0f}\n",
+        "{:<16} {:>4} {:>6} {:>5} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>8.2f} {:>8.2f} {:>8.2f} {:>5} "
+        "{:>8.4f} {:>9.1f} {:>8.1f} {:>8.1f} {:>7.1f} {:>6} {:>6} {:>5} {:>7.0f} {:>6.2f} {:>7.2f}\n",
         r.label, r.concurrency, r.n_requests, r.n_rejected, pct(r.theoretical_hit_rate),
-        pct(r.realized_hit_rate), pct(r.kv_reachable_rate), pct(hbm), pct(host), r.ttft_p50_s, r.ttft_p90_s,
-        r.ttft_p99_s, r.n_ttft_censored, r.tpot_p50_s, r.output_tok_s_total, r.output_tok_s_per_gpu,
-        r.total_tok_s_per_gpu, r.interactivity_tok_s, r.checkpoints_created, r.checkpoints_dropped,
-        r.n_preemptions, r.elapsed_virtual_s);
+        pct(r.offline_bound_hit_rate), pct(r.realized_hit_rate), pct(r.kv_reachable_rate), pct(hbm),
+        pct(host), r.ttft_p50_s, r.ttft_p90_s, r.ttft_p99_s, r.n_ttft_censored, r.tpot_p50_s,
+        r.output_tok_s_total, r.output_tok_s_per_gpu, r.total_tok_s_per_gpu, r.interactivity_tok_s,
+        r.checkpoints_created, r.checkpoints_dropped, r.n_preemptions, r.elapsed_virtual_s,
+        r.usd_per_m_input_tokens, r.usd_per_m_output_tokens);
   }
-  out +=
+  out += fmt::format(
       "(reqs: measured requests completed; rej: requests rejected as too large for the cache; "
-      "theo/hit/kv/hbm/host: % of prompt tokens; out_tok/s: output tokens per second of the node; out/gpu, "
-      "tot/gpu: output and input+output tokens per second per GPU; intact: 1/tpot50 tokens per second per "
-      "user; cens: requests without a first token at the end, counted in TTFT with the time waited)\n";
+      "theo/bound/hit/kv/hbm/host: % of prompt tokens; bound: upper bound of any policy on this budget and "
+      "timeline (offline_bound.h); out_tok/s: output tokens per second of the node; out/gpu, tot/gpu: output "
+      "and "
+      "input+output tokens per second per GPU; intact: 1/tpot50 tokens per second per user; cens: requests "
+      "without a first token at the end, counted in TTFT with the time waited; $in/M, $out/M: GPU-hours of "
+      "the "
+      "window at --gpu-hour-usd per million tokens, input : output = 1 : 5, beside the market floor ${:.0f} "
+      "/ "
+      "${:.0f})\n",
+      kMarketFloorUsdPerMInput, kMarketFloorUsdPerMOutput);
   return out;
 }
 
@@ -252,6 +262,41 @@ std::string throughput_plot_svg(const std::vector<RunMetrics>& runs) {
   return render_svg(chart);
 }
 
+std::string ttft_throughput_plot_svg(const std::vector<RunMetrics>& runs) {
+  LineChart chart;
+  chart.title = "TTFT p50 vs output throughput per GPU (lower right is better)";
+  chart.x_label = "output tok/s per GPU";
+  chart.y_label = "TTFT p50 (s)";
+  for (const auto& label : labels_in_order(runs)) {
+    ChartSeries s;
+    s.name = label;
+    for (const auto& r : runs) {
+      if (r.label != label) continue;
+      s.points.push_back({r.output_tok_s_per_gpu, r.ttft_p50_s});
+      s.point_labels.push_back(fmt::format("c={}", r.concurrency));
+    }
+    chart.series.push_back(std::move(s));
+  }
+  return render_svg(chart);
+}
+
+std::string checkpoint_bytes_plot_svg(const std::vector<RunMetrics>& runs) {
+  LineChart chart;
+  chart.title = "Checkpoint bytes written per hit token vs concurrency";
+  chart.x_label = "concurrency (lanes)";
+  chart.y_label = "checkpoint bytes per hit token (per GPU)";
+  chart.x_log2 = true;
+  for (const auto& label : labels_in_order(runs)) {
+    ChartSeries s;
+    s.name = label;
+    for (const auto& r : runs)
+      if (r.label == label && r.concurrency > 0)
+        s.points.push_back({r.concurrency, r.checkpoint_bytes_per_hit_token});
+    chart.series.push_back(std::move(s));
+  }
+  return render_svg(chart);
+}
+
 ReportFiles::ReportFiles(const std::string& dir) : dir_(dir) {
   std::error_code ec;
   if (std::filesystem::exists(dir, ec) && !std::filesystem::is_directory(dir, ec))
@@ -264,8 +309,12 @@ ReportFiles::ReportFiles(const std::string& dir) : dir_(dir) {
 
 std::vector<std::string> ReportFiles::write(const std::vector<RunMetrics>& runs) {
   DS_CHECK(!files_.empty(), "report files of {} written twice", dir_);
-  const std::string texts[] = {runs_json(runs), runs_csv(runs), hit_rate_plot_svg(runs),
-                               throughput_plot_svg(runs)};
+  const std::string texts[] = {runs_json(runs),
+                               runs_csv(runs),
+                               hit_rate_plot_svg(runs),
+                               throughput_plot_svg(runs),
+                               ttft_throughput_plot_svg(runs),
+                               checkpoint_bytes_plot_svg(runs)};
   std::vector<std::string> written;
   for (size_t i = 0; i < files_.size(); ++i) {
     files_[i]->write(texts[i]);

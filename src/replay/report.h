@@ -19,17 +19,20 @@ std::string runs_table(const std::vector<RunMetrics>& runs);  // one row per run
 // Compact comparison: one row per concurrency, one column group per config label.
 std::string runs_side_by_side(const std::vector<RunMetrics>& runs);
 
-std::string hit_rate_plot_svg(const std::vector<RunMetrics>& runs);    // x: concurrency (log2)
-std::string throughput_plot_svg(const std::vector<RunMetrics>& runs);  // x: interactivity
+std::string hit_rate_plot_svg(const std::vector<RunMetrics>& runs);          // x: concurrency (log2)
+std::string throughput_plot_svg(const std::vector<RunMetrics>& runs);        // x: interactivity
+std::string ttft_throughput_plot_svg(const std::vector<RunMetrics>& runs);   // TTFT p50 vs out tok/s/GPU
+std::string checkpoint_bytes_plot_svg(const std::vector<RunMetrics>& runs);  // bytes per hit token vs conc
 
-// The report files of a replay (replay.json, replay.csv, hit_rate.svg, throughput.svg under one
-// folder), opened before the work: the constructor creates the folder and a temporary beside each
-// file, so an unwritable location fails before the sweep runs. write() replaces every file
-// atomically (core/file_io.h); files of a run that never reaches write() are not touched.
+// The report files of a replay (replay.json, replay.csv, hit_rate.svg, throughput.svg,
+// ttft_throughput.svg, checkpoint_bytes.svg under one folder), opened before the work: the constructor
+// creates the folder and a temporary beside each file, so an unwritable location fails before the sweep runs.
+// write() replaces every file atomically (core/file_io.h); files of a run that never reaches write() are not
+// touched.
 class ReportFiles {
  public:
   explicit ReportFiles(const std::string& dir);  // throws ds::Error naming the folder and errno
-  // Writes and publishes all four; returns their paths. Call once.
+  // Writes and publishes all six; returns their paths. Call once.
   std::vector<std::string> write(const std::vector<RunMetrics>& runs);
 
  private:

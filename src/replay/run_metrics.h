@@ -32,6 +32,10 @@ struct RunMetrics {
   int64_t n_hit_tokens = 0;  // state-reachable (restorable) tokens
   int64_t n_kv_reachable_tokens = 0;
   int64_t n_theoretical_hit_tokens = 0;
+  // Upper bound on the hit rate of ANY policy with this memory budget on this run's request
+  // timeline (offline_bound.h says why it is one); realized <= bound <= theoretical.
+  double offline_bound_hit_rate = 0;
+  double checkpoint_bytes_per_hit_token = 0;  // checkpoint bytes written in the window / hit tokens
   // The same window as vLLM's Prometheus counters see it (Scheduler::lookup_stats): hits / queries
   // over every lookup of a waiting request, re-lookups of a waiting request included; "device" is
   // vllm:prefix_cache_hits / queries, "external" the connector's (host tier) hits / queries; both
@@ -52,6 +56,9 @@ struct RunMetrics {
   double window_s = 0;              // measurement window (virtual seconds)
   double elapsed_virtual_s = 0;     // whole run incl. warm-up
   int64_t n_ttft_censored = 0;      // measured requests without a first token when the run ended
+  // GPU cost of the window at ReplayConfig::gpu_hour_usd, split between input (prompt tokens of the
+  // measured requests) and output tokens at the market's 1 : 5 ratio (economics.h token_prices).
+  double usd_per_m_input_tokens = 0, usd_per_m_output_tokens = 0;
   std::map<std::string, double> time_breakdown_s;  // simulated step time by part (cost model), whole run
 
   // Work and memory.

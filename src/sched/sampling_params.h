@@ -23,6 +23,11 @@ struct SamplingParams {
   std::vector<int32_t> stop_token_ids;  // finish after sampling any of these
   int32_t logprobs = -1;                // >= 0: report each sampled token's log-probability under
                                         // the model (raw logits) and the `logprobs` most likely ids
+  // Scripted output for the simulated executor (replay --live-output): the token at sequence
+  // position p is forced_tokens[p - forced_from] while that index is in range. Model executors
+  // ignore it and sample as usual.
+  std::vector<int32_t> forced_tokens;
+  int64_t forced_from = 0;
 
   bool greedy() const { return temperature == 0.0f; }
   bool is_stop(int32_t token) const;

@@ -78,7 +78,9 @@ class Cli : public testing::Test {
   fs::path dir_;
 };
 
-const std::vector<std::string> kReportFiles = {"hit_rate.svg", "replay.csv", "replay.json", "throughput.svg"};
+const std::vector<std::string> kReportFiles = {"checkpoint_bytes.svg", "hit_rate.svg",
+                                               "replay.csv",           "replay.json",
+                                               "throughput.svg",       "ttft_throughput.svg"};
 
 TEST_F(Cli, ModelTargetsAreNamedRight) {
   fs::create_directories(dir_ / "cfgdir" / "config.json");
@@ -202,9 +204,9 @@ TEST_F(Cli, SigintLeavesNothingPartial) {
     ::_exit(127);
   }
   // Wait until the run is under way (its report temporaries exist), then interrupt it.
-  for (int i = 0; i < 200 && !(fs::exists(out) && entries(out).size() == 4); ++i)
+  for (int i = 0; i < 200 && !(fs::exists(out) && entries(out).size() == kReportFiles.size()); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  ASSERT_EQ(entries(out).size(), 4u);
+  ASSERT_EQ(entries(out).size(), kReportFiles.size());
   ::kill(pid, SIGINT);
   int st = 0;
   ASSERT_EQ(::waitpid(pid, &st, 0), pid);

@@ -48,6 +48,20 @@ TEST(Replay, UnboundedEveryBlockRealizesTheTheoreticalHitRate) {
   }
 }
 
+// --live-output: the decoded tokens are the next prompt's, so pages completed by decoding hit the
+// next turn (every-block, unbounded: realized = theoretical, both above the resent-history case).
+TEST(Replay, LiveOutputDecodedPagesHitTheNextTurn) {
+  Trace trace = extending_trace(3, 5);
+  ReplayConfig cfg = k3_config(1, kUnbounded, "every-block");
+  const RunMetrics resent = run_replay(trace, k3_node().cost, cfg);
+  cfg.live_output = true;
+  const RunMetrics live = run_replay(trace, k3_node().cost, cfg);
+  EXPECT_GT(live.n_hit_tokens, resent.n_hit_tokens);
+  EXPECT_GT(live.n_theoretical_hit_tokens, resent.n_theoretical_hit_tokens);
+  EXPECT_EQ(live.n_hit_tokens, live.n_theoretical_hit_tokens);
+  EXPECT_EQ(live.n_prompt_tokens, resent.n_prompt_tokens);
+}
+
 TEST(Replay, LargerBudgetNeverLowersTheHitRate) {
   Trace trace = extending_trace(8, 6);
   double previous = -1;
