@@ -7,8 +7,11 @@ The golden checkpoints have vocab_size 512 (bos 500, eos 502) and ship no tokeni
 each folder:
   tiktoken.model         ranks 0..499: the 256 single bytes (rank = byte value) then 244 merges
                          learned by byte-level BPE from the fixed text below
-  tokenizer_config.json  added_tokens_decoder 500..511 with Kimi's special tokens, bos/eos, and a
-                         chat template spelling Kimi's role markers
+  tokenizer_config.json  added_tokens_decoder 500..511 with the special tokens of the model family
+                         at Kimi's offsets, bos/eos; Kimi Linear: a chat template spelling Kimi's
+                         role markers; K3 (a folder whose name contains "k3"): K3's XTML markers
+                         (<|end_of_msg|> <|open|> <|close|> <|sep|> at +2..+5) and no chat
+                         template, as the K3 checkpoint ships none
 Deterministic: the same files on every run.
 """
 import base64
@@ -23,6 +26,10 @@ SPECIALS = [  # id = N_BASE + index, Kimi's names; the top of the 512-token voca
     "<|im_middle|>", "<|tool_calls_section_begin|>", "<|tool_calls_section_end|>",
     "<|tool_call_begin|>", "<|tool_call_argument_begin|>", "<|tool_call_end|>",
 ]
+SPECIALS_K3 = {  # offset from N_BASE -> K3's name (offsets as in K3's tokenizer_config)
+    0: "[BOS]", 1: "[EOS]", 2: "<|end_of_msg|>", 3: "<|open|>", 4: "<|close|>", 5: "<|sep|>",
+    6: "[start_header_id]", 7: "[end_header_id]", 9: "[EOT]",
+}
 
 TEXT = """
 The quick brown fox jumps over the lazy dog. A hybrid model interleaves linear attention layers
@@ -90,25 +97,30 @@ def learn_merges(text, n_merges):
 def main(dirs):
     vocab = learn_merges(TEXT, N_BASE - 256)
     model = "".join(f"{base64.b64encode(t).decode()} {r}\n" for r, t in enumerate(vocab))
-    config = {
-        "added_tokens_decoder": {
-            str(N_BASE + i): {"content": s, "lstrip": False, "normalized": False, "rstrip": False,
-                              "single_word": False, "special": True}
-            for i, s in enumerate(SPECIALS)
-        },
-        "bos_token": "[BOS]",
-        "eos_token": "[EOS]",
-        "chat_template": CHAT_TEMPLATE,
-        "model_max_length": 1048576,
-        "tokenizer_class": "TikTokenTokenizer",
-    }
+    def config_for(k3):
+        specials = SPECIALS_K3 if k3 else dict(enumerate(SPECIALS))
+        config = {
+            "added_tokens_decoder": {
+                str(N_BASE + i): {"content": s, "lstrip": False, "normalized": False, "rstrip": False,
+                                  "single_word": False, "special": True}
+                for i, s in sorted(specials.items())
+            },
+            "bos_token": "[BOS]",
+            "eos_token": "[EOS]",
+        }
+        if not k3:
+            config["chat_template"] = CHAT_TEMPLATE
+        config["model_max_length"] = 1048576
+        config["tokenizer_class"] = "TikTokenTokenizer"
+        return config
     for d in dirs:
+        config = config_for("k3" in d.rstrip("/").split("/")[-1].lower())
         with open(f"{d}/tiktoken.model", "w") as f:
             f.write(model)
         with open(f"{d}/tokenizer_config.json", "w") as f:
             json.dump(config, f, indent=2)
             f.write("\n")
-        print(f"{d}: tiktoken.model ({len(vocab)} ranks) + tokenizer_config.json ({len(SPECIALS)} specials)")
+        print(f"{d}: tiktoken.model ({len(vocab)} ranks) + tokenizer_config.json ({len(config['added_tokens_decoder'])} specials)")
 
 
 if __name__ == "__main__":

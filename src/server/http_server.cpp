@@ -139,7 +139,12 @@ Request OpenAiServer::Impl::make_request(const GenerationRequest& r, std::vector
   q.max_output_tokens = max_tokens;
   q.sampling = r.sampling;
   q.sampling.logprobs = r.top_logprobs;
-  if (!r.ignore_eos) q.sampling.stop_token_ids = cfg.eos_token_ids;
+  if (!r.ignore_eos) {
+    q.sampling.stop_token_ids = cfg.eos_token_ids;
+    if (r.chat && chat)
+      q.sampling.stop_token_ids.insert(q.sampling.stop_token_ids.end(), chat->stop_ids().begin(),
+                                       chat->stop_ids().end());
+  }
   for (int32_t t : r.stop_token_ids) {
     if (t >= cfg.vocab_size)
       throw ApiError(400, fmt::format("stop token id {} is out of the vocabulary", t), "stop_token_ids");
@@ -205,7 +210,9 @@ void OpenAiServer::Impl::consume(Generation& g, const StreamEvent& e, std::strin
         std::find(g.req.stop_token_ids.begin(), g.req.stop_token_ids.end(), t) !=
             g.req.stop_token_ids.end() ||
         (!g.req.ignore_eos &&
-         std::find(cfg.eos_token_ids.begin(), cfg.eos_token_ids.end(), t) != cfg.eos_token_ids.end());
+         (std::find(cfg.eos_token_ids.begin(), cfg.eos_token_ids.end(), t) != cfg.eos_token_ids.end() ||
+          (g.req.chat && chat &&
+           std::find(chat->stop_ids().begin(), chat->stop_ids().end(), t) != chat->stop_ids().end())));
     ids.push_back(t);
     ++g.n_output;
     // A stop token ends the output; its text is not returned (vLLM's default).

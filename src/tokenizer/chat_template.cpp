@@ -27,7 +27,14 @@ std::optional<ChatTemplate> ChatTemplate::make(const Tokenizer& tok, const Token
   ChatMarkers mk;
   std::string system_prompt = kDefaultSystemPrompt;
   const std::string& t = config.chat_template;
-  if (!t.empty()) {
+  const bool role_template = !t.empty() && find_header(t, "user").has_value();
+  if (!role_template) {
+    const XtmlMarkers x;
+    bool xtml = true;
+    for (const std::string* s : {&x.open, &x.close, &x.sep, &x.end}) xtml = xtml && tok.special_id(*s);
+    if (xtml) return ChatTemplate(tok, ChatFormat::kXtml, std::move(mk), "");
+  }
+  if (role_template) {
     if (auto h = find_header(t, "user")) std::tie(mk.user, mk.middle) = *h;
     if (auto h = find_header(t, "assistant")) mk.assistant = h->first;
     if (auto h = find_header(t, "system")) mk.system = h->first;
@@ -47,12 +54,15 @@ std::optional<ChatTemplate> ChatTemplate::make(const Tokenizer& tok, const Token
       return std::nullopt;
     }
   }
-  return ChatTemplate(tok, std::move(mk), std::move(system_prompt));
+  return ChatTemplate(tok, ChatFormat::kRoleMarkers, std::move(mk), std::move(system_prompt));
 }
 
-ChatTemplate::ChatTemplate(const Tokenizer& tok, ChatMarkers markers, std::string default_system)
-    : tok_(&tok), markers_(std::move(markers)), default_system_(std::move(default_system)) {
-  end_id_ = id(markers_.end);
+ChatTemplate::ChatTemplate(const Tokenizer& tok, ChatFormat format, ChatMarkers markers,
+                           std::string default_system)
+    : tok_(&tok), format_(format), markers_(std::move(markers)), default_system_(std::move(default_system)) {
+  end_id_ = id(format_ == ChatFormat::kXtml ? xtml_.end : markers_.end);
+  stop_ids_.push_back(end_id_);
+  if (format_ == ChatFormat::kXtml) stop_ids_.push_back(id(xtml_.close));
 }
 
 int32_t ChatTemplate::id(const std::string& marker) const {
@@ -71,6 +81,13 @@ void ChatTemplate::turn(std::vector<int32_t>& out, int32_t marker, const std::st
 
 std::vector<int32_t> ChatTemplate::render(const std::vector<ChatMessage>& messages,
                                           const std::string& tools_json, bool add_generation_prompt) const {
+  return format_ == ChatFormat::kXtml ? render_xtml(messages, tools_json, add_generation_prompt)
+                                      : render_role_markers(messages, tools_json, add_generation_prompt);
+}
+
+std::vector<int32_t> ChatTemplate::render_role_markers(const std::vector<ChatMessage>& messages,
+                                                       const std::string& tools_json,
+                                                       bool add_generation_prompt) const {
   std::vector<int32_t> out;
   const int32_t sys = id(markers_.system), user = id(markers_.user), asst = id(markers_.assistant);
   if (!tools_json.empty()) {

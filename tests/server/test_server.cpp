@@ -54,7 +54,8 @@ bool post_stream(httplib::Client& c, const std::string& path, const std::string&
 }
 
 struct Fixture {
-  explicit Fixture(bool with_tokenizer = false) : engine(engine_config(), executor, clock) {
+  explicit Fixture(bool with_tokenizer = false, const std::string& checkpoint = "kimi-linear-tiny")
+      : engine(engine_config(), executor, clock) {
     ServerConfig cfg;
     cfg.model_name = "tiny";
     cfg.max_model_len = 1 << 20;
@@ -64,7 +65,7 @@ struct Fixture {
     cfg.no_tokenizer_reason = "tests/x has no tiktoken.model";
     cfg.no_chat_reason = "no tokenizer";
     if (with_tokenizer) {
-      lt = tok::load_tokenizer_dir(DS_TEST_DATA_DIR "/golden/kimi-linear-tiny", kVocab);
+      lt = tok::load_tokenizer_dir(DS_TEST_DATA_DIR "/golden/" + checkpoint, kVocab);
       chat.emplace(*tok::ChatTemplate::make(*lt.tokenizer, lt.config, nullptr));
     }
     server = std::make_unique<OpenAiServer>(cfg, engine, lt.tokenizer.get(), chat ? &*chat : nullptr);
@@ -271,6 +272,32 @@ TEST(Server, ChatWithTheTinyTokenizerAndStopStrings) {
       f.post("/v1/completions", {{"prompt", "The cache"}, {"max_tokens", 12}, {"stop", text.substr(0, 1)}});
   EXPECT_EQ(b["choices"][0]["text"], "");
   EXPECT_EQ(b["choices"][0]["finish_reason"], "stop");
+}
+
+TEST(Server, ChatInK3sXtmlFormatStopsAtTheChannelEnd) {
+  Fixture f(/*with_tokenizer=*/true, "k3-tiny");
+  ASSERT_EQ(f.chat->format(), tok::ChatFormat::kXtml);
+  const auto& stops = f.chat->stop_ids();  // <|end_of_msg|>, <|close|>
+  // A user message whose greedy echo output meets a chat stop token within 64 tokens.
+  constexpr int kMax = 64;
+  for (int k = 0; k < 200; ++k) {
+    const std::string content = "Hello " + std::to_string(k);
+    const auto rendered = f.chat->render({{"user", content}}, "", true);
+    const auto cold = test::echo_cold(rendered, kMax, kVocab);
+    const auto stop = std::find_if(cold.begin(), cold.end(), [&](int32_t t) {
+      return std::find(stops.begin(), stops.end(), t) != stops.end();
+    });
+    if (stop == cold.end()) continue;
+    const Json r = f.post("/v1/chat/completions", {{"messages", {{{"role", "user"}, {"content", content}}}},
+                                                   {"max_tokens", kMax},
+                                                   {"return_token_ids", true}});
+    EXPECT_EQ(r["usage"]["prompt_tokens"], int64_t(rendered.size()));
+    EXPECT_EQ(r["prompt_token_ids"], Json(rendered));
+    EXPECT_EQ(r["choices"][0]["token_ids"], Json(std::vector<int32_t>(cold.begin(), stop + 1)));
+    EXPECT_EQ(r["choices"][0]["finish_reason"], "stop");
+    return;
+  }
+  FAIL() << "no message found whose echo output reaches a chat stop token";
 }
 
 }  // namespace
