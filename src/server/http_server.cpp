@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/check.h"
+#include "server/client_connection.h"
 #include "server/openai_api.h"
 #include "server/output_text.h"
 #include "tokenizer/utf8.h"
@@ -294,10 +295,20 @@ void OpenAiServer::Impl::handle_generation(const httplib::Request& hreq, httplib
   }
 
   if (!g->req.stream) {
+    // Polled while waiting: a client that hangs up has its request aborted and memory released.
+    const auto conn = ClientConnection::find(hreq.remote_addr, hreq.remote_port, hreq.local_port);
     std::string text;
     std::vector<int32_t> ids;
+    auto last_check = std::chrono::steady_clock::now();
     for (;;) {
-      auto e = g->stream->next(3600);
+      auto e = g->stream->next(conn ? 0.05 : 3600);
+      if (conn && std::chrono::steady_clock::now() - last_check > std::chrono::milliseconds(50)) {
+        last_check = std::chrono::steady_clock::now();
+        if (conn->closed()) {
+          engine.cancel(g->id);
+          return;
+        }
+      }
       if (!e) continue;
       Json lp;
       consume(*g, *e, text, ids, &lp);

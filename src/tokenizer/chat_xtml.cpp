@@ -37,14 +37,29 @@ void python_json_string(std::string& out, std::string_view s) {
     s.remove_prefix(size_t(u.n_bytes));
     const char32_t cp = u.cp;
     switch (cp) {
-      case '"': out += "\\\""; continue;
-      case '\\': out += "\\\\"; continue;
-      case '\n': out += "\\n"; continue;
-      case '\r': out += "\\r"; continue;
-      case '\t': out += "\\t"; continue;
-      case '\b': out += "\\b"; continue;
-      case '\f': out += "\\f"; continue;
-      default: break;
+      case '"':
+        out += "\\\"";
+        continue;
+      case '\\':
+        out += "\\\\";
+        continue;
+      case '\n':
+        out += "\\n";
+        continue;
+      case '\r':
+        out += "\\r";
+        continue;
+      case '\t':
+        out += "\\t";
+        continue;
+      case '\b':
+        out += "\\b";
+        continue;
+      case '\f':
+        out += "\\f";
+        continue;
+      default:
+        break;
     }
     if (cp >= 0x20 && cp < 0x7F) {
       out += char(cp);
@@ -97,7 +112,8 @@ const char* xtml_type(const OrderedJson& v) {
 }  // namespace
 
 std::vector<int32_t> ChatTemplate::render_xtml(const std::vector<ChatMessage>& messages,
-                                               const std::string& tools_json, bool add_generation_prompt) const {
+                                               const std::string& tools_json,
+                                               bool add_generation_prompt) const {
   std::vector<int32_t> out;
   const int32_t open = id(xtml_.open), close = id(xtml_.close), sep = id(xtml_.sep);
   auto text = [&](std::string_view s) { tok_->encode(s, SpecialMode::kPlainText, out); };
@@ -127,7 +143,8 @@ std::vector<int32_t> ChatTemplate::render_xtml(const std::vector<ChatMessage>& m
       throw Error(fmt::format("tools are not valid JSON: {}", e.what()));
     }
     message_open("system", " type=\"tool-declare\"");
-    text("# Tools\nHere are the available tools, described in JSONSchema.\n\n```json\n" + tools.dump() + "\n```");
+    text("# Tools\nHere are the available tools, described in JSONSchema.\n\n```json\n" + tools.dump() +
+         "\n```");
     message_close();
   }
 
@@ -149,7 +166,8 @@ std::vector<int32_t> ChatTemplate::render_xtml(const std::vector<ChatMessage>& m
         }
         run.emplace_back(index, &messages[j]);
       }
-      std::stable_sort(run.begin(), run.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+      std::stable_sort(run.begin(), run.end(),
+                       [](const auto& a, const auto& b) { return a.first < b.first; });
       for (const auto& [index, t] : run) {
         std::string tool = t->name;
         if (last_calls && index <= last_calls->size() && last_calls->at(index - 1).id == t->tool_call_id)

@@ -238,6 +238,25 @@ TEST(Server, DisconnectMidStreamAbortsAndReleasesMemory) {
   EXPECT_EQ(ok["usage"]["completion_tokens"], 2);
 }
 
+TEST(Server, DisconnectWhileWaitingForANonStreamedResultAborts) {
+  Fixture f;
+  {
+    httplib::Client c("127.0.0.1", f.port);
+    c.set_read_timeout(0, 300000);  // hang up after 0.3 s without an answer
+    const Json body = {{"prompt", prompt_of(64, 4)}, {"max_tokens", 200000}};
+    EXPECT_FALSE(c.Post("/v1/completions", body.dump(), "application/json"));
+  }
+  const std::string L = "{model_name=\"tiny\"}";
+  for (int i = 0; i < 500 && f.metric("deltaserve_requests_running" + L) != 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(f.metric("deltaserve_requests_running" + L), 0);
+  EXPECT_EQ(f.metric("deltaserve_requests_total{model_name=\"tiny\",outcome=\"aborted\"}"), 1);
+  EXPECT_EQ(f.metric("deltaserve_cache_bytes{model_name=\"tiny\",kind=\"live_state\",tier=\"hbm\"}"), 0);
+  EXPECT_LT(f.metric("deltaserve_generation_tokens_total" + L), 200000);
+  const Json ok = f.post("/v1/completions", {{"prompt", {1, 2, 3}}, {"max_tokens", 2}});
+  EXPECT_EQ(ok["usage"]["completion_tokens"], 2);
+}
+
 TEST(Server, SixtyFourConcurrentStreams) {
   Fixture f;
   std::atomic<int> n_ok{0};
