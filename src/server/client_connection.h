@@ -12,7 +12,8 @@ class ClientConnection {
  public:
   // The open socket of this process whose local port is `local_port` and whose peer is
   // remote_addr:remote_port (as cpp-httplib's Request reports them); nullopt if none is found.
-  static std::optional<ClientConnection> find(const std::string& remote_addr, int remote_port, int local_port);
+  static std::optional<ClientConnection> find(const std::string& remote_addr, int remote_port,
+                                              int local_port);
 
   // True once the peer has closed or reset the connection (a pending request body or pipelined
   // request does not count). Never blocks.
