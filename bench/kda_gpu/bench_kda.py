@@ -144,13 +144,14 @@ def dump(results):
             json.dump({k: v for k, v in results.items() if not k.startswith('_')}, f, indent=1)
 
 
-def run_sweep(ours, cases, reps, results, flush):
-    """deltaserve only: the recurrence kernel's warps per CTA (DS_KDA_K2_WARPS) on a few shapes."""
-    print('\n== sweep: recurrence-kernel warps per CTA (deltaserve prefill, ms) ==')
-    print(f"{'gate':9} {'H':>3} {'T':>6} {'w=2':>8} {'w=4':>8} {'w=8':>8}")
+def run_env_sweep(ours, title, env, values, label, cases, reps, results, key, flush, seed=None):
+    """deltaserve only: prefill time for each value of a tuning variable (env) on a few shapes."""
+    print(f'\n== sweep: {title} (deltaserve prefill, ms) ==')
+    name = label.rstrip('=')  # row keys: <name><value>_ms
+    print(f"{'gate':9} {'H':>3} {'T':>6} " + ' '.join(f"{label + str(x):>8}" for x in values))
     for gate, H, T in cases:
         lb = -5.0 if gate == 'safe' else None
-        gen = torch.Generator(device='cuda').manual_seed(3)
+        gen = torch.Generator(device='cuda').manual_seed(1234 + H if seed is None else seed)
         q, k, v, g, b = prefill_inputs(T, H, gen)
         a_log, dt_bias = gate_params(H, gen)
         o = torch.empty((T, H * D), dtype=torch.bfloat16, device='cuda')
@@ -158,13 +159,13 @@ def run_sweep(ours, cases, reps, results, flush):
         args = (q.view(T, H * D), k.view(T, H * D), v.view(T, H * D), g.view(T, H * D), b.view(T, H), o,
                 a_log, dt_bias, lb, [0, T], pool, [-1], [0])
         row = dict(gate=gate, H=H, T=T)
-        for w in (2, 4, 8):
-            os.environ['DS_KDA_K2_WARPS'] = str(w)
-            row[f'w{w}_ms'], _ = median_ms(lambda: ours.prefill(*args), reps, flush=flush)
-        os.environ.pop('DS_KDA_K2_WARPS', None)
-        results['sweep'].append(row)
+        for x in values:
+            os.environ[env] = str(x)
+            row[f'{name}{x}_ms'], _ = median_ms(lambda: ours.prefill(*args), reps, flush=flush)
+        os.environ.pop(env, None)
+        results[key].append(row)
         dump(results)
-        print(f"{gate:9} {H:>3} {T:>6} {row['w2_ms']:8.3f} {row['w4_ms']:8.3f} {row['w8_ms']:8.3f}", flush=True)
+        print(f"{gate:9} {H:>3} {T:>6} " + ' '.join(f"{row[f'{name}{x}_ms']:8.3f}" for x in values), flush=True)
         del q, k, v, g, b, o, pool
         torch.cuda.empty_cache()
 
@@ -324,7 +325,8 @@ def main():
     ap.add_argument('--lib', required=True)
     ap.add_argument('--fla', required=True)
     ap.add_argument('--quick', action='store_true', help='a few shapes only')
-    ap.add_argument('--parts', default='prefill,checkpoints,decode,sweep')
+    ap.add_argument('--parts', default='prefill,checkpoints,decode,sweep',
+                    help='any of prefill, checkpoints, decode, sweep (recurrence warps), segments')
     ap.add_argument('--out', default='')
     ap.add_argument('--reps', type=int, default=10)
     ap.add_argument('--gates', default='safe,softplus')
@@ -346,7 +348,7 @@ def main():
     mm = matmul_rate()
     print(f'device-to-device copy: {copy_bw / 1e12:.3f} TB/s (read + write); bf16 8192^3 matmul: {mm / 1e12:.0f} TFLOP/s')
     results = dict(_out=a.out, copy_TBps=copy_bw / 1e12, matmul_TFLOPs=mm / 1e12, prefill=[], checkpoints=[],
-                   decode=[], sweep=[],
+                   decode=[], sweep=[], segments=[],
                    env=dict(device=torch.cuda.get_device_name(), torch=torch.__version__,
                             k2_warps=os.environ.get('DS_KDA_K2_WARPS', 'auto')))
     flush = torch.empty(256 << 20, dtype=torch.uint8, device='cuda')
@@ -375,8 +377,14 @@ def main():
         if 'softplus' in a.gates and not a.quick:
             ck_cases.append(('softplus', 64, 65536, [1024, 4096, 32768]))
         run_checkpoints(ours, ck_cases, max(a.reps, 9), results, flush)
+    if 'segments' in parts:
+        seg_cases = [(gate, H, T) for gate in a.gates.split(',') for H, T in ((32, 8192), (32, 65536), (96, 65536))]
+        run_env_sweep(ours, 'overlapped prep/recurrence segments per call', 'DS_KDA_SEGMENTS', (1, 2, 4, 8, 16, 32),
+                      's=', seg_cases, a.reps, results, 'segments', flush)
     if 'sweep' in parts:
-        run_sweep(ours, [('safe', 32, 32768), ('safe', 96, 32768), ('softplus', 64, 32768)], a.reps, results, flush)
+        run_env_sweep(ours, 'recurrence-kernel warps per CTA', 'DS_KDA_K2_WARPS', (2, 4, 8), 'w=',
+                      [('safe', 32, 32768), ('safe', 96, 32768), ('softplus', 64, 32768)], a.reps, results, 'sweep',
+                      flush, seed=3)
     dump(results)
 
 

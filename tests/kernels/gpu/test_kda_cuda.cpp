@@ -14,7 +14,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <optional>
 
 #include "../kda_batch_case.h"
 #include "kernels/cuda/device_buffer.h"
@@ -157,6 +159,40 @@ TEST_F(KdaCuda, PrefillSplitAcrossCallsEqualsOneCall) {
   std::printf("[kda_prefill split] rel L2 difference o %.3e, state %.3e\n", dout, ds);
   EXPECT_LT(dout, kPrefillTol);
   EXPECT_LT(ds, kPrefillTol);
+}
+
+// The call cut into segments (prep of segment s + 1 overlapping the recurrence of segment s, the
+// state carried through each sequence's final slot) gives the same bits as one segment, and both
+// match the oracle.
+TEST_F(KdaCuda, PrefillSegmentsGiveIdenticalBits) {
+  for (std::optional<float> lb : {std::optional<float>(-5.0f), std::optional<float>()}) {
+    const KdaPrefillCase c = KdaPrefillCase::make({700, 0, 37, 333}, 2, 128, lb, DType::BF16, 43, 64);
+    std::vector<uint8_t> o_ref;
+    std::vector<float> pool_ref;
+    for (const char* segments : {"1", "5", "64"}) {
+      setenv("DS_KDA_SEGMENTS", segments, 1);
+      DeviceBuffer q = upload(c.q), k = upload(c.k), v = upload(c.v), f = upload(c.f), b = upload(c.b);
+      DeviceBuffer o(c.v.bytes.size());
+      o.fill_bytes(0xff);
+      DeviceBuffer pool = DeviceBuffer::from(c.pool), a_log = DeviceBuffer::from(c.a_log),
+                   dt = DeviceBuffer::from(c.dt_bias);
+      kda_prefill(c.args(Device::Cuda, q.data(), k.data(), v.data(), f.data(), b.data(), o.data(),
+                         pool.as<float>(), a_log.as<float>(), dt.as<float>()));
+      cuda::check(cudaDeviceSynchronize(), "kda_prefill segments test");
+      const std::vector<uint8_t> got_o = o.to_host<uint8_t>();
+      const std::vector<float> got_pool = pool.to_host<float>();
+      if (o_ref.empty()) {
+        o_ref = got_o, pool_ref = got_pool;
+        continue;
+      }
+      EXPECT_EQ(got_o, o_ref) << segments << " segments";
+      EXPECT_EQ(std::memcmp(got_pool.data(), pool_ref.data(), pool_ref.size() * sizeof(float)), 0)
+          << segments << " segments";
+    }
+    setenv("DS_KDA_SEGMENTS", "3", 1);
+    expect_prefill(c, lb ? "safe, 3 segments" : "softplus, 3 segments");
+    unsetenv("DS_KDA_SEGMENTS");
+  }
 }
 
 void expect_decode(const KdaDecodeCase& c, const char* name) {
