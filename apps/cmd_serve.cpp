@@ -145,6 +145,8 @@ void run(const ServeFlags& f) {
   std::fflush(stdout);
   server.begin_drain();
   engine.wait_idle();
+  if (!server.wait_responses_written(30))
+    fmt::print("some clients did not read their responses within 30 s\n");
   server.stop();
   http.join();
   engine.stop();

@@ -11,7 +11,8 @@ std::unique_ptr<CostModel> cpu_engine_cost_model(const ModelConfig& config, cons
                                                  const HardwareProfile& hw, double step_overhead_s) {
   const ModelProfile profile = ModelProfile::from_config(config, name);
   return std::make_unique<CostModel>(
-      profile, hw, CostOptions{.tp = 1, .kv_dtype_bytes = 4, .kda_chunk_tokens = 64, .step_overhead_s = step_overhead_s});
+      profile, hw,
+      CostOptions{.tp = 1, .kv_dtype_bytes = 4, .kda_chunk_tokens = 64, .step_overhead_s = step_overhead_s});
 }
 
 namespace {
@@ -30,7 +31,8 @@ std::string live_vs_sim_table(const std::vector<RunMetrics>& live, const std::ve
   for (size_t i = 0; i < live.size(); ++i) {
     const RunMetrics &l = live[i], &m = sim[i];
     s += fmt::format(
-        "{:>4} | {:>6.1f} {:>6.1f} | {:>7.2f} {:>7.2f} {:>6} | {:>7.2f} {:>7.2f} {:>6} | {:>7.1f} {:>7.1f} {:>8} | "
+        "{:>4} | {:>6.1f} {:>6.1f} | {:>7.2f} {:>7.2f} {:>6} | {:>7.2f} {:>7.2f} {:>6} | {:>7.1f} {:>7.1f} "
+        "{:>8} | "
         "{:>6.1f} {:>6.1f} {:>6} | {:>4}/{:<4}\n",
         l.concurrency, 100 * l.realized_hit_rate, 100 * m.realized_hit_rate, l.ttft_p50_s, m.ttft_p50_s,
         ratio(l.ttft_p50_s, m.ttft_p50_s), l.ttft_p90_s, m.ttft_p90_s, ratio(l.ttft_p90_s, m.ttft_p90_s),
@@ -40,13 +42,15 @@ std::string live_vs_sim_table(const std::vector<RunMetrics>& live, const std::ve
   s += "simulated time by part (cost model, whole run, s):\n";
   for (const RunMetrics& m : sim) {
     s += fmt::format("{:>4} |", m.concurrency);
-    for (const char* part : {"weights", "gemm", "attn", "kda", "checkpoint", "transfer", "overhead", "total"}) {
+    for (const char* part :
+         {"weights", "gemm", "attn", "kda", "checkpoint", "transfer", "overhead", "total"}) {
       auto it = m.time_breakdown_s.find(part);
       s += fmt::format(" {} {:.1f}", part, it == m.time_breakdown_s.end() ? 0.0 : it->second);
     }
     s += fmt::format(" | elapsed virtual {:.1f} s\n", m.elapsed_virtual_s);
   }
-  s += "(x = live / simulated; hit% = realized hit rate of the measured requests; out tok/s = output tokens per "
+  s += "(x = live / simulated; hit% = realized hit rate of the measured requests; out tok/s = output tokens "
+       "per "
        "second of the run)\n";
   return s;
 }

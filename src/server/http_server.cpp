@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <ctime>
+#include <mutex>
 #include <nlohmann/json.hpp>
 
 #include "core/check.h"
@@ -37,8 +39,34 @@ Json usage_json(const StreamEvent& done, int64_t n_output) {
           {"prompt_tokens_details", {{"cached_tokens", done.n_cached_tokens}}}};
 }
 
+// Counts responses not yet written; drain waits for it to reach zero.
+class OpenResponses {
+ public:
+  // Held by a Generation: released when its response has been written (a stream's content
+  // provider is destroyed with the Response, after the last chunk).
+  std::shared_ptr<void> open() {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++n_;
+    return {this, [](void* p) { static_cast<OpenResponses*>(p)->close(); }};
+  }
+  bool wait_zero(double timeout_s) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, std::chrono::duration<double>(timeout_s), [&] { return n_ == 0; });
+  }
+
+ private:
+  void close() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (--n_ == 0) cv_.notify_all();
+  }
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int n_ = 0;
+};
+
 // One request in flight: what the HTTP thread keeps between stream events.
 struct Generation {
+  std::shared_ptr<void> open;  // OpenResponses::open()
   GenerationRequest req;
   std::vector<int32_t> prompt;
   RequestId id = 0;
@@ -63,6 +91,7 @@ struct OpenAiServer::Impl {
   const tok::ChatTemplate* chat;
   std::atomic<bool>* draining;
   httplib::Server http;
+  OpenResponses open_responses;
   int listen_fd = -1;  // captured by the socket-options hook, to raise the listen backlog
 
   Impl(ServerConfig c, ServingEngine& e, const tok::Tokenizer* t, const tok::ChatTemplate* ch,
@@ -276,6 +305,7 @@ void OpenAiServer::Impl::handle_generation(const httplib::Request& hreq, httplib
     return;
   }
   auto g = std::make_shared<Generation>();
+  g->open = open_responses.open();
   try {
     g->req = parse_generation_request(hreq.body, is_chat);
     if (!g->req.model.empty() && g->req.model != cfg.model_name)
@@ -463,6 +493,10 @@ int OpenAiServer::bind(const std::string& host, int port) {
 
 void OpenAiServer::run() {
   impl_->http.listen_after_bind();
+}
+
+bool OpenAiServer::wait_responses_written(double timeout_s) {
+  return impl_->open_responses.wait_zero(timeout_s);
 }
 
 void OpenAiServer::stop() {

@@ -47,6 +47,9 @@ class OpenAiServer {
   void run();
   // New generation requests get 503; /health says so. In-flight requests continue.
   void begin_drain() { draining_ = true; }
+  // Waits until every generation response has been written to its client (streams to their
+  // [DONE]); false on timeout. stop() cuts streams still open, so drain waits here first.
+  bool wait_responses_written(double timeout_s);
   void stop();
 
  private:

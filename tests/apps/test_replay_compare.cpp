@@ -32,7 +32,8 @@ std::string run_json(const std::string& args) {
 // Replays a small trace live and simulated; returns the runs (live first, then simulated).
 nlohmann::json compare_runs(const std::string& budget_tokens) {
   const std::string args =
-      "replay --executor model --model '" + kTiny + "' --compare-sim h200 --json --harness bench --concurrency 1,2 " +
+      "replay --executor model --model '" + kTiny +
+      "' --compare-sim h200 --json --harness bench --concurrency 1,2 " +
       "--trace synthetic:sessions=6,turns=3,input=320,output=6,system=64,think=0,seed=3 --kv-budget-tokens " +
       budget_tokens;
   const std::string out = run_json(args);
@@ -40,8 +41,8 @@ nlohmann::json compare_runs(const std::string& budget_tokens) {
 }
 
 TEST(ReplayCompare, LiveAndSimulatedHitTheCacheAlike) {
-  // Ample budget (nothing evicted) and a tight one (checkpoints dropped, lower hit rate at c=2): the hit rates
-  // and request counts agree at each concurrency whatever the step times.
+  // Ample budget (nothing evicted) and a tight one (checkpoints dropped, lower hit rate at c=2): the hit
+  // rates and request counts agree at each concurrency whatever the step times.
   for (const std::string budget : {"65536", "6144"}) {
     const nlohmann::json runs = compare_runs(budget);
     ASSERT_TRUE(runs.is_array()) << budget;

@@ -5,7 +5,8 @@
 #      exactly the greedy tokens of a cold run (`deltaserve generate` on a fresh engine), errors;
 #   2. `replay --endpoint` against the server gives the realized hit rate that the in-process
 #      `replay --executor model` reports for the same trace and cache settings;
-#   3. SIGTERM drains and exits 0.
+#   3. SIGTERM drains and exits 0, also with a streamed request in flight, which gets all its
+#      tokens and [DONE].
 # Every server binds a free loopback port (--port 0) and is always stopped (trap).
 # Usage: serve_e2e.sh <deltaserve binary> <source dir>
 set -euo pipefail
@@ -67,4 +68,33 @@ console.log(`endpoint: hit ${e.realized_hit_rate} (${e.n_hit_tokens}/${e.n_promp
 const ok = e.n_errors === 0 && e.n_requests === m.n_requests && e.n_hit_tokens === m.n_hit_tokens &&
            e.n_prompt_tokens === m.n_prompt_tokens && e.n_hit_tokens > 0;
 process.exit(ok ? 0 : 1);' "$tmp/endpoint.json" "$tmp/inprocess.json"
-echo "serve_e2e: 3 passed, 0 failed"
+
+# SIGTERM with a streamed request in flight: the request completes, then the server exits 0.
+start_server
+node -e '
+const [url, started] = process.argv.slice(1);
+(async () => {
+  const r = await fetch(url + "/v1/completions", {method: "POST", headers: {"Content-Type": "application/json"},
+    body: JSON.stringify({prompt: [1, 2, 3, 4, 5], max_tokens: 300, ignore_eos: true, stream: true,
+                          stream_options: {include_usage: true}})});
+  const reader = r.body.getReader(), dec = new TextDecoder();
+  let body = "", signalled = false;
+  for (;;) {
+    const {done, value} = await reader.read();
+    if (done) break;
+    body += dec.decode(value);
+    if (!signalled) { require("fs").writeFileSync(started, "1"); signalled = true; }
+  }
+  const usage = body.split("\n\n").filter(e => e.startsWith("data: {")).map(e => JSON.parse(e.slice(6)))
+                    .filter(j => j.usage).map(j => j.usage)[0];
+  const ok = body.includes("data: [DONE]") && usage && usage.completion_tokens === 300;
+  console.log(`in flight at SIGTERM: ${usage ? usage.completion_tokens : "no"} tokens, [DONE] ${body.includes("data: [DONE]")}`);
+  process.exit(ok ? 0 : 1);
+})().catch(e => { console.log(e); process.exit(1); });' "$url" "$tmp/started" &
+client=$!
+for _ in $(seq 1 300); do [ -f "$tmp/started" ] && break; sleep 0.1; done
+[ -f "$tmp/started" ] || { cat "$tmp/serve.log"; echo "serve_e2e: the in-flight request never started"; exit 1; }
+stop_server
+wait "$client" || { cat "$tmp/serve.log"; echo "serve_e2e: the in-flight request was not drained"; exit 1; }
+grep -q "draining 1 in-flight" "$tmp/serve.log" || { cat "$tmp/serve.log"; echo "serve_e2e: nothing in flight at SIGTERM"; exit 1; }
+echo "serve_e2e: 4 passed, 0 failed"
