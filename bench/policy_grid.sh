@@ -33,6 +33,7 @@ POLICIES=(
   "every-block every-block leaf-lru"
   "prompt-end prompt-end leaf-lru"
   "boundary-aware boundary-aware boundary-aware"
+  "boundary-aware:q boundary-aware boundary-aware:queue"
   "vllm-cache - - vllm"
   "sglang-cache - - sglang"
 )

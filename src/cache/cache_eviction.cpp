@@ -52,6 +52,15 @@ bool HybridCache::Impl::ckpt_unit_valid(int tier, const EvictionEntry& e) const 
          e.node != pinned_ckpt;
 }
 
+double HybridCache::Impl::kv_score(int32_t node) const {
+  const TreeNode& n = tree.at(node);
+  if (!pending.empty()) {
+    auto it = pending.find(node);
+    if (it != pending.end()) return 0x1p34 - double(it->second);  // above every tick (< 2^32)
+  }
+  return eviction->kv_score(n.kv_access, n.has_checkpoint() ? n.ckpt_value : 0.0f);
+}
+
 void HybridCache::Impl::queue_kv(int32_t node) {
   if (node == PrefixTree::kRoot) return;
   TreeNode& n = tree.at(node);
@@ -59,11 +68,10 @@ void HybridCache::Impl::queue_kv(int32_t node) {
   const bool leaf = n.kv_tier == 0 ? n.n_device_children == 0 : n.n_children == 0;
   if (!leaf) return;
   ++n.kv_version;
-  const float value = n.has_checkpoint() ? n.ckpt_value : 0.0f;
   if (eviction->drops_stranded_first() && !n.has_checkpoint() && n.n_children == 0)
     stranded_queue[n.kv_tier].push({double(n.kv_access), node, n.kv_version});
   else
-    kv_queue[n.kv_tier].push({eviction->kv_score(n.kv_access, value), node, n.kv_version});
+    kv_queue[n.kv_tier].push({kv_score(node), node, n.kv_version});
   maybe_compact(n.kv_tier);
 }
 
@@ -160,6 +168,7 @@ bool HybridCache::Impl::demote_node(int32_t node) {
 }
 
 void HybridCache::Impl::drop_node(int32_t node) {
+  if (!pending.empty()) pending.erase(node);
   TreeNode& n = tree.at(node);
   if (n.has_checkpoint()) drop_checkpoint(node);
   const int tier = n.kv_tier;

@@ -107,18 +107,23 @@ bool has_prefix(const std::string& spec, const std::string& name) {
 // never be restored from (they would be recomputed anyway): such stranded leaves go first, oldest
 // first, and are dropped rather than demoted. Live leaves then leave by last use — an agent
 // session's path is reused when its next turn comes, one think time after the last — with the
-// checkpoint's FLOP-per-byte value (recompute saved per byte held) as the tie-break. KV leaves
-// only; O(log n) per decision (two heaps).
+// checkpoint's FLOP-per-byte value (recompute saved per byte held) as the tie-break. With `:queue`,
+// paths that a waiting request announced leave last, the latest arrival first: under overload the queue is
+// admitted in arrival order, so the path whose reuse lies furthest ahead is the newest arrival's
+// (Belady's choice for a FIFO queue; plain LRU would evict the queue head's path first and hit
+// nothing once the working set exceeds the budget). KV leaves only; O(log n) per decision.
 class BoundaryAware final : public EvictionPolicy {
  public:
-  BoundaryAware(const CacheModelSizes& s, int64_t page_tokens) : marconi_(1.0, 64.0, s, page_tokens) {}
-  std::string name() const override { return "boundary-aware"; }
+  BoundaryAware(const CacheModelSizes& s, int64_t page_tokens, bool queue)
+      : marconi_(1.0, 64.0, s, page_tokens), queue_(queue) {}
+  std::string name() const override { return queue_ ? "boundary-aware:queue" : "boundary-aware"; }
   bool evicts_checkpoints_alone() const override { return false; }
   bool uses_replay_tokens() const override { return true; }
   float checkpoint_value(int64_t replay, int64_t end) const override {
     return marconi_.checkpoint_value(replay, end);
   }
   bool drops_stranded_first() const override { return true; }
+  bool uses_arrivals() const override { return queue_; }
   double kv_score(uint64_t access, float v) const override { return static_cast<double>(access) + 0.5 * v; }
   double checkpoint_score(uint64_t access, float v) const override {
     return static_cast<double>(access) + 0.5 * v;
@@ -126,6 +131,7 @@ class BoundaryAware final : public EvictionPolicy {
 
  private:
   FlopPerByte marconi_;  // only its value function
+  bool queue_;           // :queue — waiting requests' paths leave last (uses_arrivals)
 };
 
 }  // namespace
@@ -149,10 +155,11 @@ std::unique_ptr<EvictionPolicy> make_eviction_policy(const std::string& spec, co
     if (w > 1 || horizon <= 0) fail("eviction policy '{}': weight must be in [0,1], horizon > 0", spec);
     return std::make_unique<SegLen>(w, horizon, page_tokens);
   }
-  if (spec == "boundary-aware") return std::make_unique<BoundaryAware>(sizes, page_tokens);
+  if (spec == "boundary-aware" || spec == "boundary-aware:queue")
+    return std::make_unique<BoundaryAware>(sizes, page_tokens, spec.size() > 14);
   fail(
       "unknown eviction policy '{}' (leaf-lru | consumed-state-lru | flop-per-byte[:alpha[:horizon]] | "
-      "seglen[:weight[:horizon]] | boundary-aware)",
+      "seglen[:weight[:horizon]] | boundary-aware[:queue])",
       spec);
 }
 

@@ -14,6 +14,8 @@
 //   boundary-aware            KV leaves past their path's deepest checkpoint (stranded: no hit can
 //                             end there) first, dropped even with a host tier; then leaf-LRU with
 //                             the checkpoint's FLOP-per-byte value as the tie-break. KV leaves only.
+//   boundary-aware:queue      the same, and KV leaves on the path of a waiting request
+//                             (HybridCache::announce) leave after all others, latest arrival first.
 #pragma once
 
 #include <cstdint>
@@ -41,6 +43,9 @@ class EvictionPolicy {
   // true: a KV leaf without a checkpoint (its page lies past the deepest checkpoint of its path, so
   // no hit can use it) leaves before any other unit, oldest first, and is dropped, not demoted.
   virtual bool drops_stranded_first() const { return false; }
+  // true: KV leaves on the cached path of a waiting request (HybridCache::announce) leave after
+  // every other KV leaf, the latest arrival first (the waiting queue is admitted in arrival order).
+  virtual bool uses_arrivals() const { return false; }
 };
 
 std::unique_ptr<EvictionPolicy> make_eviction_policy(const std::string& spec, const CacheModelSizes& sizes,

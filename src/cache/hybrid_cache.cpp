@@ -229,6 +229,17 @@ CacheHit HybridCache::match(std::span<const int32_t> prompt) const {
   return impl_->hit_of(w);
 }
 
+void HybridCache::announce(std::span<const int32_t> prompt) {
+  if (emu_ || !impl_->eviction->uses_arrivals()) return;
+  Impl& m = *impl_;
+  TreeWalk w;
+  m.walk(prompt, w);
+  if (w.path.empty()) return;
+  const uint32_t rank = ++m.n_announced;
+  for (int32_t node : w.path) m.pending.emplace(node, rank);  // an earlier waiting request keeps its rank
+  m.queue_kv(w.path.back());  // re-scored; inner nodes are scored when they become leaves
+}
+
 std::optional<Admission> HybridCache::admit(std::span<const int32_t> prompt) {
   if (emu_) return emu_->admit(prompt);
   Impl& m = *impl_;
@@ -236,6 +247,10 @@ std::optional<Admission> HybridCache::admit(std::span<const int32_t> prompt) {
   TreeWalk w;
   m.walk(prompt, w);
   m.stats.hash_collisions += w.collision;
+  if (!m.pending.empty() && !w.path.empty()) {  // admitted along it: no longer waiting
+    for (int32_t node : w.path) m.pending.erase(node);
+    m.queue_kv(w.path.back());
+  }
   const CacheHit hit = m.hit_of(w);
   // Semantic branch point: the prompt leaves a cached path at a node that has other children
   // (computed before room making, which may evict the unlocked part of the walk).

@@ -67,6 +67,13 @@ class HybridCache {
   // Lookup without side effects (no stats, no recency refresh). Cost O(pages of the prompt).
   CacheHit match(std::span<const int32_t> prompt) const;
 
+  // A request for `prompt` arrived and waits for admission. Eviction policies that use arrivals
+  // (boundary-aware) keep the cached path of a waiting request longer than unannounced paths, the
+  // earliest arrival longest: the waiting queue is admitted in arrival order, so its head reuses
+  // its path first. Cleared when a sequence for the path is admitted. No-op for other policies and
+  // for the emulated caches. Cost O(pages of the prompt).
+  void announce(std::span<const int32_t> prompt);
+
   // Starts a sequence for `prompt`: re-matches, locks the hit path, takes a fresh live-state slot
   // and logs the restore (copy-on-write) of the hit checkpoint into it, promotes host-tier hit pages
   // to the device (evicting unlocked entries as needed; transfers logged), records hit statistics. Only full

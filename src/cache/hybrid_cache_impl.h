@@ -70,6 +70,10 @@ struct HybridCache::Impl {
   std::array<EvictionQueue, kMaxTiers> stranded_queue;  // leaves without a checkpoint (drops_stranded_first)
   std::unordered_map<SeqId, CacheSeq> seqs;
   SeqId next_seq = 1;
+  // Eviction policies that use arrivals: node -> arrival rank of the earliest waiting request whose
+  // prompt walks through it (announce()); erased when a sequence is admitted along it or it is dropped.
+  std::unordered_map<int32_t, uint32_t> pending;
+  uint32_t n_announced = 0;
   uint32_t tick = 0;         // admissions so far (recency clock; 2^32 admissions max)
   int32_t pinned_ckpt = -1;  // checkpoint being restored by admit(): not evictable
   CacheStats stats;
@@ -96,6 +100,7 @@ struct HybridCache::Impl {
   bool kv_unit_valid(int tier, const EvictionEntry& e) const;
   bool ckpt_unit_valid(int tier, const EvictionEntry& e) const;
   bool ckpt_units(int tier) const;
+  double kv_score(int32_t node) const;  // KV-leaf eviction score (policy + arrivals)
   void queue_kv(int32_t node);
   void queue_ckpt(int32_t node);
   bool demote_node(int32_t node);

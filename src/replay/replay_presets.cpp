@@ -89,6 +89,7 @@ ReplayPreset policy_k3_b300() {
       ours("every-block", "every-block", "leaf-lru"),
       ours("prompt-end", "prompt-end", "leaf-lru"),
       ours("boundary-aware", "boundary-aware", "boundary-aware"),
+      ours("boundary-aware:q", "boundary-aware", "boundary-aware:queue"),
       CacheVariant{.label = "vllm-cache",
                    .retention = "vllm:0",
                    .eviction = "vllm-lru",

@@ -23,6 +23,7 @@ void Scheduler::add(Request request) {
   request.n_output_tokens = 0;
   request.stopped = false;
   request.status = RequestStatus::Waiting;
+  cache_.announce(request.tokens);
   waiting_.push_back(std::make_unique<Request>(std::move(request)));
 }
 

@@ -321,6 +321,28 @@ TEST(HybridCache, BoundaryAwareEvictionDropsStrandedPagesFirst) {
   }
 }
 
+// Under overload the waiting queue is admitted in arrival order: boundary-aware:queue keeps the path
+// of an announced (waiting) request over more recently used paths, where plain boundary-aware (LRU)
+// evicts it first;
+// admission clears the announcement.
+TEST(HybridCache, BoundaryAwareKeepsTheWaitingRequestsPath) {
+  for (const char* eviction : {"boundary-aware", "boundary-aware:queue"}) {
+    SCOPED_TRACE(eviction);
+    HybridCache cache(small_config("prompt-end", eviction, 44));
+    const auto a = iota_tokens(100, 18), b = iota_tokens(300, 18), c = iota_tokens(500, 14);
+    run_request(cache, a);  // 4 pages + checkpoint at 16: 20 bytes
+    run_request(cache, b);  // 20 bytes (24 while running): 4 free
+    const auto next_a = concat(a, iota_tokens(700, 8));
+    cache.announce(next_a);  // a's next turn waits (a is the least recently used path)
+    run_request(cache, c);   // 4 pages + checkpoint at 12: evicts a (LRU) or b (a is announced)
+    const bool ours = std::string(eviction) == "boundary-aware:queue";
+    EXPECT_EQ(cache.match(next_a).n_hit_tokens, ours ? 16 : 0);
+    EXPECT_EQ(cache.match(concat(b, iota_tokens(700, 4))).n_hit_tokens, ours ? 0 : 16);
+    run_request(cache, next_a);  // admitted: a's path is an ordinary LRU path again
+    cache.check_invariants();
+  }
+}
+
 TEST(HybridCache, ConfigErrorsNameTheField) {
   auto expect_error = [](CacheConfig c, const std::string& needle) {
     try {

@@ -91,6 +91,9 @@ TEST(Eviction, ParsesSpecsAndSaysWhatItDrops) {
   auto ba = make_eviction_policy("boundary-aware", s, 4);
   EXPECT_FALSE(ba->evicts_checkpoints_alone());
   EXPECT_TRUE(ba->drops_stranded_first());
+  EXPECT_FALSE(ba->uses_arrivals());
+  EXPECT_TRUE(make_eviction_policy("boundary-aware:queue", s, 4)->uses_arrivals());
+  EXPECT_THROW(make_eviction_policy("boundary-aware:x", s, 4), Error);
   EXPECT_FALSE(make_eviction_policy("leaf-lru", s, 4)->drops_stranded_first());
   EXPECT_LT(ba->kv_score(3, 0.9f), ba->kv_score(4, 0.0f));  // recency first, value breaks ties
 }
