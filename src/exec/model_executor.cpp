@@ -126,26 +126,8 @@ StepResult ModelExecutor::execute(const SchedulePlan& plan) {
   const ForwardResult fr = runner_.forward(step);
   for (const auto& [src, dst] : duplicate_slots) checkpoints_[0].copy_slot(dst, checkpoints_[0], src);
 
-  const int64_t V = cfg.vocab_size;
-  for (size_t i = 0; i < plan.seqs.size(); ++i) {
-    const ScheduledSeq& s = plan.seqs[i];
-    if (!s.samples) continue;
-    DS_CHECK(s.sampling != nullptr, "model executor: request {} samples without sampling parameters",
-             s.request_id);
-    const std::vector<float>& row = fr.logits[i];
-    DS_CHECK(int64_t(row.size()) == V, "model executor: request {} got {} logits", s.request_id, row.size());
-    result.sampled_tokens.push_back(
-        sample_token(row, *s.sampling, sampling_seed(*s.sampling, s.request_id), s.end, "logits"));
-    if (s.sampling->logprobs >= 0) {
-      result.logprobs.resize(result.sampled_tokens.size());
-      result.logprobs.back() = token_logprobs(row, result.sampled_tokens.back(), s.sampling->logprobs);
-    }
-    if (opt_.keep_logits) {
-      auto& kept = logits_[s.request_id];
-      kept.insert(kept.end(), row.begin(), row.end());
-    }
-  }
-  if (!result.logprobs.empty()) result.logprobs.resize(result.sampled_tokens.size());
+  sample_plan(plan, fr.logits, cfg.vocab_size, result, opt_.keep_logits ? &logits_ : nullptr,
+              "model executor");
   result.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return result;
 }

@@ -92,4 +92,29 @@ TokenLogprobs token_logprobs(std::span<const float> logits, int32_t token, int k
   return out;
 }
 
+void sample_plan(const SchedulePlan& plan, std::span<const std::vector<float>> logits, int64_t vocab,
+                 StepResult& result, std::unordered_map<RequestId, std::vector<float>>* kept,
+                 const char* who) {
+  DS_CHECK(logits.size() == plan.seqs.size(), "{}: {} logits rows for {} scheduled sequences", who,
+           logits.size(), plan.seqs.size());
+  for (size_t i = 0; i < plan.seqs.size(); ++i) {
+    const ScheduledSeq& s = plan.seqs[i];
+    if (!s.samples) continue;
+    DS_CHECK(s.sampling != nullptr, "{}: request {} samples without sampling parameters", who, s.request_id);
+    const std::vector<float>& row = logits[i];
+    DS_CHECK(int64_t(row.size()) == vocab, "{}: request {} got {} logits", who, s.request_id, row.size());
+    result.sampled_tokens.push_back(
+        sample_token(row, *s.sampling, sampling_seed(*s.sampling, s.request_id), s.end, "logits"));
+    if (s.sampling->logprobs >= 0) {
+      result.logprobs.resize(result.sampled_tokens.size());
+      result.logprobs.back() = token_logprobs(row, result.sampled_tokens.back(), s.sampling->logprobs);
+    }
+    if (kept != nullptr) {
+      auto& k = (*kept)[s.request_id];
+      k.insert(k.end(), row.begin(), row.end());
+    }
+  }
+  if (!result.logprobs.empty()) result.logprobs.resize(result.sampled_tokens.size());
+}
+
 }  // namespace ds

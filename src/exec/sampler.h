@@ -7,6 +7,8 @@
 
 #include <cstdint>
 #include <span>
+#include <unordered_map>
+#include <vector>
 
 #include "exec/executor.h"
 #include "sched/sampling_params.h"
@@ -23,5 +25,13 @@ int32_t sample_token(std::span<const float> logits, const SamplingParams& params
 
 // Log-softmax of `logits` at `token`, and the k most likely ids (best first, lowest id on ties).
 TokenLogprobs token_logprobs(std::span<const float> logits, int32_t token, int k);
+
+// One step's sampling, shared by the model executors: for every plan entry with samples == true,
+// its logits row (logits[i] for plan.seqs[i], f32 [vocab]) gives the token appended to
+// result.sampled_tokens and, where the request asked, its log-probabilities. Rows are appended to
+// (*kept)[request] when kept is not null. `who` names the executor in errors.
+void sample_plan(const SchedulePlan& plan, std::span<const std::vector<float>> logits, int64_t vocab,
+                 StepResult& result, std::unordered_map<RequestId, std::vector<float>>* kept,
+                 const char* who);
 
 }  // namespace ds

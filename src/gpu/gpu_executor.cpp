@@ -100,26 +100,8 @@ StepResult GpuExecutor::execute(const SchedulePlan& plan) {
   const DeviceForwardResult fr = model_.forward(step, pool);
   for (const auto& [src, dst] : duplicate_slots) pool.copy_slot(dst, pool, src);
 
-  const int64_t V = model_.config().vocab_size;
-  for (size_t i = 0; i < plan.seqs.size(); ++i) {
-    const ScheduledSeq& s = plan.seqs[i];
-    if (!s.samples) continue;
-    DS_CHECK(s.sampling != nullptr, "gpu executor: request {} samples without sampling parameters",
-             s.request_id);
-    const std::vector<float>& row = fr.logits[i];
-    DS_CHECK(int64_t(row.size()) == V, "gpu executor: request {} got {} logits", s.request_id, row.size());
-    result.sampled_tokens.push_back(
-        sample_token(row, *s.sampling, sampling_seed(*s.sampling, s.request_id), s.end, "logits"));
-    if (s.sampling->logprobs >= 0) {
-      result.logprobs.resize(result.sampled_tokens.size());
-      result.logprobs.back() = token_logprobs(row, result.sampled_tokens.back(), s.sampling->logprobs);
-    }
-    if (opt_.keep_logits) {
-      auto& kept = logits_[s.request_id];
-      kept.insert(kept.end(), row.begin(), row.end());
-    }
-  }
-  if (!result.logprobs.empty()) result.logprobs.resize(result.sampled_tokens.size());
+  sample_plan(plan, fr.logits, model_.config().vocab_size, result, opt_.keep_logits ? &logits_ : nullptr,
+              "gpu executor");
   synchronize(model_.device());
   result.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return result;
