@@ -15,6 +15,9 @@ if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then
 else
   echo "test.sh: no nvcc here: CUDA build skipped"
 fi
+# ctest runs nproc test processes, each with nproc OpenMP threads: spinning threads would wait for
+# descheduled partners on an oversubscribed machine, so idle threads sleep instead.
+export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-passive}"
 log=build/ctest.log
 status=0
 ctest --test-dir build --output-on-failure -j"$(nproc)" 2>&1 | tee "$log" || status=$?
