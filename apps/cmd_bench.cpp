@@ -10,6 +10,7 @@ void register_bench(CLI::App& app) {
   register_bench_floor(*bench);
   register_bench_cache(*bench);
   register_bench_tokenizer(*bench);
+  register_bench_gpu(*bench);
 }
 
 }  // namespace ds::cli

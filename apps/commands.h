@@ -32,5 +32,6 @@ void register_bench_forward(CLI::App& bench);  // bench forward: CPU forward vs 
 void register_bench_floor(CLI::App& bench);  // bench floor: measured bandwidth/GEMM rate -> hardware profile
 void register_bench_cache(CLI::App& bench);  // bench cache: prefix-cache operations per second
 void register_bench_tokenizer(CLI::App& bench);  // bench tokenizer: BPE encoding MB/s
+void register_bench_gpu(CLI::App& bench);  // bench gpu: whole-model GPU forward vs streaming / tensor floors
 
 }  // namespace ds::cli

@@ -20,7 +20,11 @@ function(ds_library name)
       target_sources(ds_${name} PRIVATE ${cuda_srcs})
       target_compile_definitions(ds_${name} PUBLIC DS_HAVE_CUDA=1)
       target_link_libraries(ds_${name} PUBLIC CUDA::cudart_static)
-      target_compile_options(ds_${name} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-lineinfo --expt-relaxed-constexpr>)
+      # All work goes to the calling thread's default stream (per-thread, not the legacy stream), so
+      # that a decode step can be recorded by stream capture (kernels/graph.h).
+      target_compile_options(ds_${name} PRIVATE
+                             $<$<COMPILE_LANGUAGE:CUDA>:-lineinfo --expt-relaxed-constexpr --default-stream=per-thread>)
+      target_compile_definitions(ds_${name} PRIVATE CUDA_API_PER_THREAD_DEFAULT_STREAM=1)
     endif()
   endif()
 endfunction()

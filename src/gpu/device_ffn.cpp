@@ -5,6 +5,7 @@
 #include "kernels/activation.h"
 #include "kernels/elementwise.h"
 #include "kernels/gather.h"
+#include "kernels/moe.h"
 #include "kernels/norm.h"
 #include "layers/moe_router.h"
 
@@ -24,11 +25,65 @@ void glu_forward(const ForwardContext& ctx, const DeviceGlu& g, const TensorView
   ctx.proj(gate.view(), g.down, y, accumulate);
 }
 
+namespace {
+
+TensorView i32_view(const Buffer& b, int64_t n, Device d) {
+  return TensorView::contiguous(b.data(), DType::I32, {n}, d);
+}
+
+// Routing, grouping, the experts and the combine on the device.
+void moe_routed_on_device(const ForwardContext& ctx, const DeviceMoe& w, const TensorView& logits,
+                          const TensorView& x, const TensorView& y) {
+  const MoeConfig& mc = ctx.cfg.moe;
+  const Device d = ctx.device;
+  const int64_t T = ctx.T, E = mc.n_expert, k = mc.n_expert_per_token, n_rows = T * k;
+  const Buffer expert(d, n_rows * 4), offsets(d, (E + 1) * 4), active(d, (E + 1) * 4),
+      row_token(d, n_rows * 4), pos(d, n_rows * 4);
+  DevMat weight = ctx.mat(T, k);
+  MoeRouteArgs r;
+  r.logits = logits;
+  r.bias = w.bias_device;
+  r.k = int(k), r.renormalize = mc.renormalize, r.scaling = mc.routed_scaling;
+  r.expert = TensorView::contiguous(expert.data(), DType::I32, {T, k}, d);
+  r.weight = weight.flat();
+  moe_route(r);
+  const MoeGroups g{i32_view(offsets, E + 1, d), i32_view(active, E + 1, d), i32_view(row_token, n_rows, d),
+                    i32_view(pos, n_rows, d)};
+  moe_group(r.expert, E, g);
+  DevMat yg = ctx.mat(n_rows, x.shape[1]);
+  if (T <= kMoeGroupedMaxTokens) {
+    DevMat h = ctx.mat(n_rows, w.grouped.I);
+    moe_grouped_glu(x, w.grouped, g, h.view(), yg.view());
+  } else {
+    const std::vector<int32_t> start = offsets.to_host<int32_t>();
+    DevMat xg = ctx.mat(n_rows, x.shape[1]);
+    gather_rows(x, g.row_token, xg.view());
+    for (int64_t e = 0; e < E; ++e) {
+      const int64_t r0 = start[size_t(e)], cnt = start[size_t(e) + 1] - r0;
+      if (cnt > 0) glu_forward(ctx, w.experts[size_t(e)], xg.rows_view(r0, cnt), yg.rows_view(r0, cnt));
+    }
+  }
+  weighted_combine_rows(yg.view(), TensorView::contiguous(pos.data(), DType::I32, {T, k}, d), weight.flat(),
+                        y);
+}
+
+}  // namespace
+
+bool moe_on_device(const ForwardContext& ctx, const DeviceMoe& w) {
+  return ctx.device_moe && w.grouped.ptrs != nullptr && w.latent_down.data == nullptr &&
+         ctx.cfg.act == Activation::Silu;
+}
+
 void moe_forward(const ForwardContext& ctx, const DeviceMoe& w, const TensorView& x, const TensorView& y) {
   const MoeConfig& mc = ctx.cfg.moe;
   const int64_t T = ctx.T, E = mc.n_expert;
   DevMat logits = ctx.mat(T, E);
   ctx.proj(x, w.router, logits.view());
+  if (moe_on_device(ctx, w)) {
+    moe_routed_on_device(ctx, w, logits.view(), x, y);
+    if (w.shared) glu_forward(ctx, *w.shared, x, y, /*accumulate=*/true);
+    return;
+  }
   const std::vector<float> host_logits = logits.buf.to_host<float>();
   const MoeRouting r = route_sigmoid_topk(mc, w.bias, host_logits.data(), T);
   // Rows grouped by expert (token order inside a group): perm[row] = token, pos[t, j] = row.

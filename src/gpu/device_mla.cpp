@@ -34,8 +34,13 @@ void mla_mixer(const ForwardContext& ctx, const DeviceMla& w, int mla_layer, con
   const MlaPagedLatents paged = ctx.paged(mla_layer);
   mla_write_latents(paged, c.view(), kpe.view());
   DevMat qhat = ctx.mat(T, H * R), cx = ctx.mat(T, H * R), o = ctx.mat(T, H * dv);
-  for (int64_t h = 0; h < H; ++h)
-    ctx.proj(q.cols_view(h * dq, dn), w.uk_t[size_t(h)], qhat.cols_view(h * R, R));
+  // q̂_h = W_UK,hᵀ q_nope,h: the heads' W_UKᵀ are R*dn elements apart, W_UV,h (rows of kv_b_proj)
+  // (dn + dv)*R apart.
+  if (ctx.batched_heads)
+    ctx.proj_heads(q.view(), 0, dn, w.uk_t[0], qhat.cols_view(0, R), H, {dq, R * dn, R});
+  else
+    for (int64_t h = 0; h < H; ++h)
+      ctx.proj(q.cols_view(h * dq, dn), w.uk_t[size_t(h)], qhat.cols_view(h * R, R));
   MlaAttentionArgs a;
   a.H = H;
   a.q_hat = qhat.view();
@@ -43,7 +48,11 @@ void mla_mixer(const ForwardContext& ctx, const DeviceMla& w, int mla_layer, con
   a.scale = 1.0f / std::sqrt(float(dq));
   a.ctx = cx.view();
   mla_attention(paged, a);
-  for (int64_t h = 0; h < H; ++h) ctx.proj(cx.cols_view(h * R, R), w.uv[size_t(h)], o.cols_view(h * dv, dv));
+  if (ctx.batched_heads)
+    ctx.proj_heads(cx.view(), 0, R, w.uv[0], o.cols_view(0, dv), H, {R, (dn + dv) * R, dv});
+  else
+    for (int64_t h = 0; h < H; ++h)
+      ctx.proj(cx.cols_view(h * R, R), w.uv[size_t(h)], o.cols_view(h * dv, dv));
   if (w.g.data != nullptr) {
     DevMat g = ctx.mat(T, H * dv);
     ctx.proj(n, w.g, g.view());

@@ -11,6 +11,7 @@
 #include "core/check.h"
 #include "gpu/device_attn_res.h"
 #include "gpu/forward_context.h"
+#include "kernels/argmax.h"
 #include "kernels/elementwise.h"
 #include "kernels/expert_linear.h"
 #include "kernels/gather.h"
@@ -44,12 +45,21 @@ struct LoadProgress {
 
 // ---- ForwardContext ----------------------------------------------------------------------------
 
+namespace {
+
+// The packed index arrays of a step on the host.
+struct StepIndexHost {
+  std::vector<int32_t> ids, seq, pos, table, offset;
+};
+
+}  // namespace
+
 ForwardContext::ForwardContext(const ModelConfig& c, const DeviceWeights& dw, DevicePools& p, bool exact,
-                               const DeviceStep& step)
+                               const DeviceStep& step, int64_t page_capacity)
     : cfg(c), w(dw), pools(p), device(dw.device), exact_kda(exact) {
   N = int(step.seqs.size());
   cu.push_back(0);
-  std::vector<int32_t> ids_h, seq_h, pos_h, table_h, offset_h;
+  StepIndexHost h;
   decode = true;
   for (int n = 0; n < N; ++n) {
     const DeviceSeqStep& s = step.seqs[size_t(n)];
@@ -57,24 +67,47 @@ ForwardContext::ForwardContext(const ModelConfig& c, const DeviceWeights& dw, De
     cu.push_back(cu.back() + len);
     live.push_back(s.live_slot);
     decode = decode && len == 1;
-    offset_h.push_back(int32_t(table_h.size()));
-    table_h.insert(table_h.end(), s.pages.begin(), s.pages.end());
+    h.offset.push_back(int32_t(h.table.size()));
+    h.table.insert(h.table.end(), s.pages.begin(), s.pages.end());
     for (int64_t i = 0; i < len; ++i) {
-      ids_h.push_back(s.tokens[size_t(i)]);
-      seq_h.push_back(n);
-      pos_h.push_back(int32_t(s.n_past + i));
+      h.ids.push_back(s.tokens[size_t(i)]);
+      h.seq.push_back(n);
+      h.pos.push_back(int32_t(s.n_past + i));
     }
     for (const DeviceCheckpoint& ck : s.checkpoints)
       checkpoints.push_back({n, ck.slot, ck.position - s.n_past});
   }
   T = cu.back();
-  n_page_table = int64_t(table_h.size());
-  ids = Buffer::from_host<int32_t>(device, ids_h);
-  tok_seq = Buffer::from_host<int32_t>(device, seq_h);
-  tok_pos = Buffer::from_host<int32_t>(device, pos_h);
-  page_table = Buffer::from_host<int32_t>(device, table_h);
-  page_offset = Buffer::from_host<int32_t>(device, offset_h);
+  n_page_table = int64_t(h.table.size());
+  ids = Buffer::from_host<int32_t>(device, h.ids);
+  tok_seq = Buffer::from_host<int32_t>(device, h.seq);
+  tok_pos = Buffer::from_host<int32_t>(device, h.pos);
+  page_table = Buffer(device, std::max<int64_t>({page_capacity, n_page_table, 1}) * 4);
+  if (n_page_table > 0) page_table.upload(h.table.data(), n_page_table * 4);
+  page_offset = Buffer::from_host<int32_t>(device, h.offset);
   live_dev = Buffer::from_host<int32_t>(device, live);
+}
+
+bool ForwardContext::rewrite(const DeviceStep& step) {
+  DS_CHECK(int(step.seqs.size()) == N && decode, "ForwardContext::rewrite: another kind of step");
+  StepIndexHost h;
+  for (int n = 0; n < N; ++n) {
+    const DeviceSeqStep& s = step.seqs[size_t(n)];
+    DS_CHECK(s.tokens.size() == 1 && s.checkpoints.empty(), "ForwardContext::rewrite: not a decode step");
+    live[size_t(n)] = s.live_slot;
+    h.offset.push_back(int32_t(h.table.size()));
+    h.table.insert(h.table.end(), s.pages.begin(), s.pages.end());
+    h.ids.push_back(s.tokens[0]);
+    h.pos.push_back(int32_t(s.n_past));
+  }
+  if (int64_t(h.table.size()) * 4 > page_table.bytes()) return false;
+  n_page_table = int64_t(h.table.size());
+  ids.upload(h.ids.data(), int64_t(N) * 4);
+  tok_pos.upload(h.pos.data(), int64_t(N) * 4);
+  if (n_page_table > 0) page_table.upload(h.table.data(), n_page_table * 4);
+  page_offset.upload(h.offset.data(), int64_t(N) * 4);
+  live_dev.upload(live.data(), int64_t(N) * 4);
+  return true;
 }
 
 MlaPagedLatents ForwardContext::paged(int mla_layer) const {
@@ -120,6 +153,17 @@ void ForwardContext::proj(const TensorView& x, const ExpertLinear& wv, const Ten
   expert_linear(cast ? bf16_copy(x, scratch) : x, wv, y, accumulate);
 }
 
+void ForwardContext::proj_heads(const TensorView& x_all, int64_t x_col0, int64_t x_cols, const WeightView& w0,
+                                const TensorView& y0, int64_t heads, const HeadStrides& s) const {
+  Buffer scratch;
+  const bool cast = w0.device == Device::Cuda && w0.dtype == DType::BF16;
+  const TensorView xa = cast ? bf16_copy(x_all, scratch) : x_all;
+  const TensorView x0 =
+      TensorView::matrix(static_cast<char*>(xa.data) + x_col0 * int64_t(dtype_size(xa.dtype)), xa.dtype,
+                         xa.shape[0], x_cols, xa.stride[0], xa.device);
+  linear_heads(x0, w0, y0, heads, s);
+}
+
 // ---- DeviceModel -------------------------------------------------------------------------------
 
 std::unique_ptr<DeviceModel> DeviceModel::load(const std::string& dir, const DeviceModelOptions& opt,
@@ -138,11 +182,8 @@ std::unique_ptr<DeviceModel> DeviceModel::load(const std::string& dir, const Dev
   LoadProgress progress;
   progress.on = progress.on && log != nullptr;
   m->w_ = DeviceWeights::upload(cfg, bound, opt.device, opt.precision, std::ref(progress));
-  int k = 0, a = 0;
-  for (LayerKind kind : cfg.layer_kind) {
-    m->kda_index_.push_back(kind == LayerKind::Kda ? k++ : -1);
-    m->mla_index_.push_back(kind == LayerKind::Mla ? a++ : -1);
-  }
+  m->set_layer_indices();
+  const int k = cfg.n_kda_layers(), a = cfg.n_mla_layers();
   if (log) {
     *log << fmt::format("weights on {} ({} GEMM weights): {:.2f} GiB\n", device_name(opt.device),
                         precision_name(opt.precision), gib(m->w_.bytes()));
@@ -154,6 +195,26 @@ std::unique_ptr<DeviceModel> DeviceModel::load(const std::string& dir, const Dev
                         int64_t(cfg.mla.latent_dim()) * 4 * a);
   }
   return m;
+}
+
+std::unique_ptr<DeviceModel> DeviceModel::random(const ModelConfig& cfg, const DeviceModelOptions& opt,
+                                                 uint64_t seed) {
+  if (opt.device == Device::Cuda)
+    DS_CHECK(cuda_available(), "random model: no usable CUDA device (a CPU-only build, or no GPU / driver)");
+  std::unique_ptr<DeviceModel> m(new DeviceModel());
+  m->cfg_ = cfg;
+  m->opt_ = opt;
+  m->w_ = DeviceWeights::random(cfg, opt.device, opt.precision, seed);
+  m->set_layer_indices();
+  return m;
+}
+
+void DeviceModel::set_layer_indices() {
+  int k = 0, a = 0;
+  for (LayerKind kind : cfg_.layer_kind) {
+    kda_index_.push_back(kind == LayerKind::Kda ? k++ : -1);
+    mla_index_.push_back(kind == LayerKind::Mla ? a++ : -1);
+  }
 }
 
 KdaStateShape DeviceModel::kda_state_shape() const {
@@ -212,16 +273,22 @@ void DeviceModel::validate(const DeviceStep& step, const DevicePools& pools) con
       DS_CHECK(!live.count(c.slot), "device forward: checkpoint slot {} is a live slot of this step", c.slot);
 }
 
-DeviceForwardResult DeviceModel::forward(const DeviceStep& step, DevicePools& pools) const {
-  validate(step, pools);
-  const ForwardContext ctx(cfg_, w_, pools, opt_.exact_kda, step);
-  const int64_t T = ctx.T, D = cfg_.hidden, V = cfg_.vocab_size;
+ForwardContext DeviceModel::make_context(const DeviceStep& step, DevicePools& pools,
+                                         int64_t page_capacity) const {
+  ForwardContext ctx(cfg_, w_, pools, opt_.exact_kda, step, page_capacity);
+  ctx.device_moe = opt_.device_moe;
+  ctx.batched_heads = opt_.batched_heads;
+  return ctx;
+}
+
+void DeviceModel::run_layers(const ForwardContext& ctx, const DevMat& x,
+                             DeviceForwardResult* captured) const {
+  const int64_t T = ctx.T, D = cfg_.hidden;
   const float eps = cfg_.rms_norm_eps;
-  DeviceForwardResult r;
   auto capture = [&](const DevMat& m) {
-    if (step.capture_layer_outputs) r.layer_outputs.push_back(m.buf.to_host<float>());
+    if (captured) captured->layer_outputs.push_back(m.buf.to_host<float>());
   };
-  DevMat x = ctx.mat(T, D), h = ctx.mat(T, D), y = ctx.mat(T, D);
+  DevMat h = ctx.mat(T, D), y = ctx.mat(T, D);
   embedding_rows(w_.embed, ctx.i32(ctx.ids, T), x.view());
   auto mixer = [&](int l, const DevMat& in, const DevMat& out) {
     const DeviceLayer& L = w_.layers[size_t(l)];
@@ -265,6 +332,20 @@ DeviceForwardResult DeviceModel::forward(const DeviceStep& step, DevicePools& po
       capture(x);
     }
   }
+}
+
+DeviceForwardResult DeviceModel::forward(const DeviceStep& step, DevicePools& pools) const {
+  validate(step, pools);
+  if (graph_eligible(step)) return forward_graph(step, pools);
+  return forward_eager(step, pools);
+}
+
+DeviceForwardResult DeviceModel::forward_eager(const DeviceStep& step, DevicePools& pools) const {
+  const ForwardContext ctx = make_context(step, pools);
+  const int64_t T = ctx.T, D = cfg_.hidden, V = cfg_.vocab_size;
+  DeviceForwardResult r;
+  DevMat x = ctx.mat(T, D);
+  run_layers(ctx, x, step.capture_layer_outputs ? &r : nullptr);
   // Final norm and lm_head over the rows that want logits, in one product.
   std::vector<int32_t> rows;
   std::vector<int64_t> first_row(size_t(ctx.N));
@@ -276,17 +357,31 @@ DeviceForwardResult DeviceModel::forward(const DeviceStep& step, DevicePools& po
       for (int64_t t = ctx.cu[size_t(n)]; t < ctx.cu[size_t(n) + 1]; ++t) rows.push_back(int32_t(t));
   }
   r.logits.resize(size_t(ctx.N));
+  if (step.greedy_tokens) r.tokens.resize(size_t(ctx.N));
   if (rows.empty()) return r;
   const int64_t n_rows = int64_t(rows.size());
   const Buffer idx = Buffer::from_host<int32_t>(opt_.device, rows);
   DevMat hr = ctx.mat(n_rows, D), logits = ctx.mat(n_rows, V);
   gather_rows(x.view(), ctx.i32(idx, n_rows), hr.view());
-  rmsnorm(hr.view(), w_.final_norm, eps, hr.view());
+  rmsnorm(hr.view(), w_.final_norm, cfg_.rms_norm_eps, hr.view());
   ctx.proj(hr.view(), w_.lm_head, logits.view());
+  auto row_range = [&](int n) {
+    const int64_t r0 = first_row[size_t(n)];
+    return std::pair<int64_t, int64_t>(r0, n + 1 < ctx.N ? first_row[size_t(n) + 1] : n_rows);
+  };
+  if (step.greedy_tokens) {
+    const Buffer best(opt_.device, n_rows * 4);
+    argmax_rows(logits.view(), ctx.i32(best, n_rows));
+    const std::vector<int32_t> all = best.to_host<int32_t>();
+    for (int n = 0; n < ctx.N; ++n) {
+      const auto [r0, r1] = row_range(n);
+      r.tokens[size_t(n)].assign(all.begin() + r0, all.begin() + r1);
+    }
+    return r;
+  }
   const std::vector<float> all = logits.buf.to_host<float>();
   for (int n = 0; n < ctx.N; ++n) {
-    const int64_t r0 = first_row[size_t(n)];
-    const int64_t r1 = n + 1 < ctx.N ? first_row[size_t(n) + 1] : n_rows;
+    const auto [r0, r1] = row_range(n);
     r.logits[size_t(n)].assign(all.begin() + r0 * V, all.begin() + r1 * V);
   }
   return r;

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <iosfwd>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -27,12 +28,22 @@
 
 namespace ds {
 
+struct ForwardContext;
+struct DevMat;
+
 struct DeviceModelOptions {
   Device device = Device::Cpu;
   Precision precision = Precision::F32;
   AttnResMode attn_res = AttnResMode::Reference;
   // Exact f32 KDA recurrence for prefill (default: in f32 mode); otherwise the chunked kernel.
   bool exact_kda = true;
+  // MoE routing, grouping and (up to kMoeGroupedMaxTokens tokens) the grouped expert GLU on the
+  // device; false: routing on the host and one GLU per active expert (the reference path).
+  bool device_moe = true;
+  bool batched_heads = true;  // MLA per-head projections as one batched product (false: per head)
+  // Decode steps (one token per sequence, no checkpoints, last-row logits) recorded once per batch
+  // size as a graph and replayed; needs device_moe on every MoE layer, else steps run eagerly.
+  bool decode_graphs = false;
 };
 
 class DeviceModel {
@@ -41,6 +52,10 @@ class DeviceModel {
   // progress bar (terminal only) and the memory plan to `log` when given. Throws ds::Error.
   static std::unique_ptr<DeviceModel> load(const std::string& dir, const DeviceModelOptions& opt,
                                            std::ostream* log = nullptr);
+
+  // A model of `cfg`'s shapes with random weights made on the device (DeviceWeights::random).
+  static std::unique_ptr<DeviceModel> random(const ModelConfig& cfg, const DeviceModelOptions& opt,
+                                             uint64_t seed);
 
   const ModelConfig& config() const { return cfg_; }
   const DeviceModelOptions& options() const { return opt_; }
@@ -53,16 +68,36 @@ class DeviceModel {
   // Runs the step: writes the new tokens' latents into their pages, advances the live slots,
   // writes the checkpoint slots, returns the requested logits. The pools must be on the model's
   // device and hold every id of the step. Validates the step first (ds::Error, nothing written).
+  // With decode_graphs, a decode step of a batch size seen before replays its graph. Not safe to
+  // call from two threads at once.
   DeviceForwardResult forward(const DeviceStep& step, DevicePools& pools) const;
+  int graphs_recorded() const { return int(graphs_.size()); }
+  // Changes the options that leave the weights alone (everything but device and precision) and
+  // drops the recorded graphs.
+  void set_execution(const DeviceModelOptions& opt);
 
  private:
-  DeviceModel() = default;
+  struct DecodeGraph;
+  DeviceModel();
+  void set_layer_indices();
+
+ public:
+  ~DeviceModel();
+
+ private:
   void validate(const DeviceStep& step, const DevicePools& pools) const;
+  ForwardContext make_context(const DeviceStep& step, DevicePools& pools, int64_t page_capacity = 0) const;
+  bool graph_eligible(const DeviceStep& step) const;
+  // Embedding and every layer: the final hidden rows in x [T, D] (before the final norm).
+  void run_layers(const ForwardContext& ctx, const DevMat& x, DeviceForwardResult* captured) const;
+  DeviceForwardResult forward_eager(const DeviceStep& step, DevicePools& pools) const;
+  DeviceForwardResult forward_graph(const DeviceStep& step, DevicePools& pools) const;
 
   ModelConfig cfg_;
   DeviceModelOptions opt_;
   DeviceWeights w_;
   std::vector<int> mla_index_, kda_index_;  // [n_layer]: index among MLA / KDA layers, or -1
+  mutable std::map<int, std::unique_ptr<DecodeGraph>> graphs_;  // by batch size
 };
 
 }  // namespace ds

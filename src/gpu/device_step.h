@@ -29,10 +29,12 @@ struct DeviceSeqStep {
 struct DeviceStep {
   std::vector<DeviceSeqStep> seqs;
   bool capture_layer_outputs = false;  // copy the stream after every layer to the host (tests)
+  bool greedy_tokens = false;          // return each logits row's argmax (on the device), not the logits
 };
 
 struct DeviceForwardResult {
   std::vector<std::vector<float>> logits;         // per seq: f32 [rows, vocab] (0, 1 or n rows)
+  std::vector<std::vector<int32_t>> tokens;       // per seq: argmax of each row (greedy_tokens)
   std::vector<std::vector<float>> layer_outputs;  // [n_layer] f32 [T, D] when captured
 };
 

@@ -11,6 +11,29 @@ std::string_view precision_name(Precision p) {
   return p == Precision::BF16 ? "bf16" : "f32";
 }
 
+GroupedExperts grouped_table(
+    const std::vector<DeviceGlu>& experts,
+    const std::function<const void* const*(const std::vector<const void*>&)>& store) {
+  GroupedExperts g;
+  if (experts.empty()) return g;
+  const WeightView& g0 = experts[0].gate.dense;
+  const int64_t E = int64_t(experts.size()), I = g0.rows, D = g0.cols;
+  std::vector<const void*> p(size_t(3 * E));
+  for (int64_t e = 0; e < E; ++e) {
+    const DeviceGlu& x = experts[size_t(e)];
+    for (const ExpertLinear* l : {&x.gate, &x.up, &x.down})
+      if (l->is_mxfp4() || l->dense.dtype != g0.dtype) return g;
+    if (x.gate.rows() != I || x.up.rows() != I || x.gate.cols() != D || x.up.cols() != D ||
+        x.down.rows() != D || x.down.cols() != I)
+      return g;
+    p[size_t(e)] = x.gate.dense.data, p[size_t(E + e)] = x.up.dense.data,
+    p[size_t(2 * E + e)] = x.down.dense.data;
+  }
+  g.ptrs = store(p);
+  g.dtype = g0.dtype, g.E = E, g.I = I, g.D = D, g.device = g0.device;
+  return g;
+}
+
 // Uploads tensors one by one into buffers owned by the DeviceWeights, counting bytes per part.
 class WeightUploader {
  public:
@@ -73,6 +96,11 @@ class WeightUploader {
     done(int64_t(w.weight.n_bytes + w.scale->n_bytes));
     return Mxfp4View{static_cast<const uint8_t*>(packed), static_cast<const uint8_t*>(scale), w.out, w.in,
                      dw_.device};
+  }
+
+  // A device copy of host pointers (the grouped experts' table).
+  const void* const* pointers(const std::vector<const void*>& p) {
+    return static_cast<const void* const*>(raw(p.data(), int64_t(p.size() * sizeof(void*))));
   }
 
   DeviceGlu glu(const DenseMlpWeights& w) {
@@ -152,12 +180,15 @@ DeviceMla upload_mla(WeightUploader& up, const ModelConfig& cfg, const MlaWeight
   d.kv_a_norm = up.vec(w.kv_a_layernorm);
   const WeightView kv_b = up.matrix(w.kv_b_proj);  // [H*(dn+dv), R]
   const std::vector<float> kvb = tensor_to_f32(w.kv_b_proj);
-  std::vector<float> uk_t(size_t(R * dn));
+  std::vector<float> uk_t(size_t(H * R * dn));  // every head's W_UK,hᵀ, one after the other
   for (int64_t h = 0; h < H; ++h) {
     const float* uk = kvb.data() + h * (dn + dv) * R;  // [dn, R]
     for (int64_t r = 0; r < R; ++r)
-      for (int64_t j = 0; j < dn; ++j) uk_t[size_t(r * dn + j)] = uk[j * R + r];
-    d.uk_t.push_back(up.matrix(uk_t, R, dn));
+      for (int64_t j = 0; j < dn; ++j) uk_t[size_t((h * R + r) * dn + j)] = uk[j * R + r];
+  }
+  const WeightView uk_all = up.matrix(uk_t, H * R, dn);
+  for (int64_t h = 0; h < H; ++h) {
+    d.uk_t.push_back(uk_all.slice_rows(h * R, R));
     d.uv.push_back(kv_b.slice_rows(h * (dn + dv) + dn, dv));
   }
   if (w.g_proj) d.g = up.matrix(*w.g_proj);
@@ -169,6 +200,7 @@ DeviceMoe upload_moe(WeightUploader& up, const MoeWeights& w) {
   DeviceMoe d;
   d.router = up.matrix(w.gate);
   d.bias = tensor_to_f32(w.e_score_correction_bias);
+  if (!d.bias.empty()) d.bias_device = up.vec(d.bias);
   if (w.latent_down) d.latent_down = up.matrix(*w.latent_down), d.latent_up = up.matrix(*w.latent_up);
   if (w.latent_norm) d.latent_norm = up.vec(*w.latent_norm);
   if (w.shared) d.shared = up.glu(*w.shared);
@@ -176,6 +208,7 @@ DeviceMoe upload_moe(WeightUploader& up, const MoeWeights& w) {
   for (const ExpertWeights& e : w.experts)
     d.experts.push_back({up.expert(e.w1), up.expert(e.w3), up.expert(e.w2)});
   up.part = "other";
+  d.grouped = grouped_table(d.experts, [&](const std::vector<const void*>& p) { return up.pointers(p); });
   return d;
 }
 

@@ -18,6 +18,7 @@
 #include "core/weight_view.h"
 #include "kernels/expert_linear.h"
 #include "kernels/memory.h"
+#include "kernels/moe.h"
 #include "model/model_config.h"
 #include "model/weights.h"
 
@@ -54,8 +55,8 @@ struct DeviceMla {
   TensorView q_a_norm;           // f32 [rq]
   WeightView kv_a_c, kv_a_pe;    // kv_a_proj_with_mqa rows [0, R) and [R, R + dr)
   TensorView kv_a_norm;          // f32 [R]
-  std::vector<WeightView> uk_t;  // [H] W_UK,hᵀ [R, dn]
-  std::vector<WeightView> uv;    // [H] W_UV,h [dv, R] (rows of kv_b_proj)
+  std::vector<WeightView> uk_t;  // [H] W_UK,hᵀ [R, dn], head h = rows [h*R, (h+1)*R) of one matrix
+  std::vector<WeightView> uv;    // [H] W_UV,h [dv, R] (rows of kv_b_proj: head h is uv[0] + h*(dn+dv)*R)
   WeightView g;                  // [H*dv, D] sigmoid output gate (K3), or unset
   WeightView o;                  // [D, H*dv]
 };
@@ -63,11 +64,19 @@ struct DeviceMla {
 struct DeviceMoe {
   WeightView router;               // [E, D]
   std::vector<float> bias;         // host f32 [E] e_score_correction_bias (selection only)
+  TensorView bias_device;          // the same f32 [E] on the device (unset: no bias)
   std::vector<DeviceGlu> experts;  // [E]
+  GroupedExperts grouped;          // the experts' pointer table (ptrs == nullptr: MXFP4 experts)
   std::optional<DeviceGlu> shared;
   WeightView latent_down, latent_up;  // LatentMoE [L, D], [D, L] (K3), or unset
   TensorView latent_norm;             // f32 [L] or unset
 };
+
+// The grouped view of dense routed experts: their gate, up and down pointers in one table that
+// `store` copies to the experts' device. Empty (ptrs == nullptr) if any expert is MXFP4 or the
+// experts' shapes or dtypes differ.
+GroupedExperts grouped_table(const std::vector<DeviceGlu>& experts,
+                             const std::function<const void* const*(const std::vector<const void*>&)>& store);
 
 struct DeviceLayer {
   LayerKind kind = LayerKind::Kda;
@@ -94,6 +103,11 @@ class DeviceWeights {
   std::vector<DeviceLayer> layers;
   TensorView res_attn, res_mlp, res_out;  // AttnRes folded queries f32 [n_layer, D], [n_layer, D], [D]
 
+  // The same structure with random values made on the device (benchmarks of real-size shapes
+  // without their checkpoint): GEMM weights U(-a, a) with a = sqrt(3 / in_features) (unit gain),
+  // norms 1, small conv taps and gates, zero correction bias; routed experts always dense.
+  static DeviceWeights random(const ModelConfig& cfg, Device device, Precision precision, uint64_t seed);
+
   int64_t bytes() const;  // resident bytes
   const std::map<std::string, int64_t>& bytes_by_part() const { return parts_; }
 
@@ -101,6 +115,7 @@ class DeviceWeights {
   std::vector<Buffer> storage_;
   std::map<std::string, int64_t> parts_;  // "embedding + lm_head", "attention", "routed experts", ...
   friend class WeightUploader;
+  friend class RandomWeights;
 };
 
 }  // namespace ds

@@ -10,6 +10,7 @@
 #include "gpu/device_step.h"
 #include "gpu/device_weights.h"
 #include "kernels/kda.h"
+#include "kernels/linear.h"
 #include "kernels/memory.h"
 #include "kernels/mla_attention.h"
 #include "model/model_config.h"
@@ -42,17 +43,23 @@ struct ForwardContext {
   DevicePools& pools;
   Device device;
   bool exact_kda;
-  int64_t T = 0;                                  // packed tokens
-  int N = 0;                                      // sequences
-  bool decode = false;                            // every sequence brings one token
-  std::vector<int64_t> cu;                        // host [N + 1]
-  std::vector<int32_t> live;                      // host [N] live slots
+  bool device_moe = true;     // routing and grouping on the device (false: on the host, the reference)
+  bool batched_heads = true;  // MLA's per-head projections as one batched product
+  int64_t T = 0;              // packed tokens
+  int N = 0;                  // sequences
+  bool decode = false;        // every sequence brings one token
+  std::vector<int64_t> cu;    // host [N + 1]
+  std::vector<int32_t> live;  // host [N] live slots
   std::vector<KdaCheckpointRequest> checkpoints;  // (seq, slot, tokens after the step's start), sorted
   Buffer ids, tok_seq, tok_pos, page_table, page_offset, live_dev;  // I32 on the device
   int64_t n_page_table = 0;
 
+  // page_capacity > 0: the page table buffer holds that many ids, so that rewrite() can reuse it.
   ForwardContext(const ModelConfig& c, const DeviceWeights& dw, DevicePools& p, bool exact,
-                 const DeviceStep& step);
+                 const DeviceStep& step, int64_t page_capacity = 0);
+  // A new decode step with the same number of sequences, written into the same device buffers (a
+  // recorded graph reads them at their addresses). Returns false if the page table does not fit.
+  bool rewrite(const DeviceStep& step);
 
   DevMat mat(int64_t rows, int64_t cols) const { return DevMat(device, rows, cols); }
   TensorView i32(const Buffer& b, int64_t n) const {
@@ -63,7 +70,16 @@ struct ForwardContext {
   // y (+)= x · Wᵀ; on CUDA, x is cast to the weight's dtype first when that is bf16.
   void proj(const TensorView& x, const WeightView& w, const TensorView& y, bool accumulate = false) const;
   void proj(const TensorView& x, const ExpertLinear& w, const TensorView& y, bool accumulate = false) const;
+  // Per-head products (linear_heads): head h reads columns [x_col0 + h*s.x, + x_cols) of x_all,
+  // weight w0 advanced by h*s.w elements, writes y0 advanced by h*s.y columns.
+  void proj_heads(const TensorView& x_all, int64_t x_col0, int64_t x_cols, const WeightView& w0,
+                  const TensorView& y0, int64_t heads, const HeadStrides& s) const;
 };
+
+// Up to this many tokens, the routed experts run as one grouped GLU (each active expert's weights
+// read once, no host round trip: a decode step can be a graph); above it, one cuBLASLt GLU per
+// active expert after one copy of the group offsets to the host.
+constexpr int64_t kMoeGroupedMaxTokens = 128;
 
 // Layer bodies (device_kda.cpp, device_mla.cpp, device_ffn.cpp): normed input n f32 [T, D] -> y.
 void kda_mixer(const ForwardContext& ctx, const DeviceKda& w, int kda_layer, const TensorView& n,
@@ -73,5 +89,7 @@ void mla_mixer(const ForwardContext& ctx, const DeviceMla& w, int mla_layer, con
 void glu_forward(const ForwardContext& ctx, const DeviceGlu& g, const TensorView& x, const TensorView& y,
                  bool accumulate = false);
 void moe_forward(const ForwardContext& ctx, const DeviceMoe& w, const TensorView& x, const TensorView& y);
+// Whether moe_forward keeps this layer on the device (dense SiLU experts, no LatentMoE, device_moe).
+bool moe_on_device(const ForwardContext& ctx, const DeviceMoe& w);
 
 }  // namespace ds

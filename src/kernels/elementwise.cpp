@@ -1,7 +1,9 @@
 #include "kernels/elementwise.h"
 
+#include "core/dtype.h"
 #include "kernels/cpu/rows.h"
 #include "kernels/dispatch.h"
+#include "kernels/uniform_hash.h"
 #ifdef DS_HAVE_CUDA
 #include "kernels/cuda/model_ops_launch.h"
 #endif
@@ -70,6 +72,27 @@ void situ_mul_rows(const TensorView& gate, const TensorView& up, const TensorVie
                                gate.shape[0], gate.shape[1], beta, linear_beta);
 #endif
   detail::no_backend("situ_mul_rows", gate.device);
+}
+
+void fill_uniform(const TensorView& x, uint64_t seed, float scale, float offset) {
+  DS_CHECK(x.is_contiguous() && (x.dtype == DType::F32 || x.dtype == DType::BF16),
+           "fill_uniform: a contiguous F32 or BF16 view");
+  const int64_t n = x.numel();
+  if (n == 0) return;
+  if (x.device == Device::Cpu) {
+    for (int64_t i = 0; i < n; ++i) {
+      const float v = offset + scale * uniform_hash(seed, uint64_t(i));
+      if (x.dtype == DType::F32)
+        static_cast<float*>(x.data)[i] = v;
+      else
+        static_cast<uint16_t*>(x.data)[i] = f32_to_bf16(v);
+    }
+    return;
+  }
+#ifdef DS_HAVE_CUDA
+  return cuda::launch_fill_uniform(x.data, x.dtype == DType::BF16, n, seed, scale, offset);
+#endif
+  detail::no_backend("fill_uniform", x.device);
 }
 
 }  // namespace ds

@@ -3,6 +3,8 @@
 // dtype conversion, residual add, the sigmoid output gate and the SiTU-GLU product.
 #pragma once
 
+#include <cstdint>
+
 #include "core/tensor_view.h"
 
 namespace ds {
@@ -20,5 +22,9 @@ void mul_sigmoid_rows(const TensorView& g, const TensorView& y);
 // a = gate, b = up (β₂ <= 0: the up branch is used as is). y may alias gate or up.
 void situ_mul_rows(const TensorView& gate, const TensorView& up, const TensorView& y, float beta,
                    float linear_beta);
+
+// x (F32 or BF16, contiguous) = offset + scale · u with u uniform in [-1, 1), a hash of (seed,
+// element index): the same values on every device (random weights for benchmarks, test inputs).
+void fill_uniform(const TensorView& x, uint64_t seed, float scale, float offset = 0.0f);
 
 }  // namespace ds

@@ -61,4 +61,26 @@ void linear_batch(std::span<const LinearJob> jobs) {
   cpu::linear_batch(c);
 }
 
+void linear_heads(const TensorView& x, const WeightView& w, const TensorView& y, int64_t heads,
+                  const HeadStrides& stride, bool accumulate) {
+  check_job(x, w, y);
+  DS_CHECK(heads >= 1 && stride.x >= 0 && stride.w >= 0 && stride.y >= 0, "linear_heads: {} heads", heads);
+  const auto at = [](const void* p, DType dt, int64_t off) {
+    return static_cast<const char*>(p) + off * int64_t(dtype_size(dt));
+  };
+  if (w.device == Device::Cuda && heads > 1) {
+#ifdef DS_HAVE_CUDA
+    return cuda::linear_heads(x, w, y, heads, stride.x, stride.w, stride.y, accumulate);
+#endif
+  }
+  for (int64_t h = 0; h < heads; ++h) {
+    TensorView xh = x, yh = y;
+    WeightView wh = w;
+    xh.data = const_cast<char*>(at(x.data, x.dtype, h * stride.x));
+    yh.data = const_cast<char*>(at(y.data, y.dtype, h * stride.y));
+    wh.data = at(w.data, w.dtype, h * stride.w);
+    linear(xh, wh, yh, accumulate);
+  }
+}
+
 }  // namespace ds

@@ -28,4 +28,14 @@ struct LinearJob {
 // must not overlap each other or any input. Checks every job before running any.
 void linear_batch(std::span<const LinearJob> jobs);
 
+// The same product for `heads` heads (e.g. MLA's absorbed per-head projections): for h in
+// [0, heads), y_h (+)= x_h · W_hᵀ where x_h, W_h and y_h are x, w and y advanced by h times their
+// head strides (elements); x, w, y describe head 0 as in linear(). CUDA: one strided-batched
+// cuBLASLt product; the CPU runs linear() per head (the reference).
+struct HeadStrides {
+  int64_t x = 0, w = 0, y = 0;
+};
+void linear_heads(const TensorView& x, const WeightView& w, const TensorView& y, int64_t heads,
+                  const HeadStrides& stride, bool accumulate = false);
+
 }  // namespace ds

@@ -36,25 +36,35 @@ inline std::string test_data_dir() {
 inline const std::string kKimiDir = test_data_dir() + "/golden/kimi-linear-tiny";
 inline const std::string kK3Dir = test_data_dir() + "/golden/k3-tiny";
 
+// How a test model executes (the weights are the same): the default path (device routing, grouped
+// experts, batched heads), decode steps as graphs, or the reference path (host routing, one GEMM per
+// expert and per head).
+enum class Path { Default, Graphs, Reference };
+
 struct ModelKey {
   std::string dir;
   Device device;
   Precision precision;
   AttnResMode attn_res;
+  Path path;
   bool operator<(const ModelKey& o) const {
-    return std::tie(dir, device, precision, attn_res) < std::tie(o.dir, o.device, o.precision, o.attn_res);
+    return std::tie(dir, device, precision, attn_res, path) <
+           std::tie(o.dir, o.device, o.precision, o.attn_res, o.path);
   }
 };
 
 inline const DeviceModel& device_model(const std::string& dir, Device device,
                                        Precision precision = Precision::F32,
-                                       AttnResMode attn_res = AttnResMode::Reference) {
+                                       AttnResMode attn_res = AttnResMode::Reference,
+                                       Path path = Path::Default) {
   static std::map<ModelKey, std::unique_ptr<DeviceModel>> loaded;
-  auto& m = loaded[{dir, device, precision, attn_res}];
+  auto& m = loaded[{dir, device, precision, attn_res, path}];
   if (!m) {
     DeviceModelOptions opt;
     opt.device = device, opt.precision = precision, opt.attn_res = attn_res;
     opt.exact_kda = precision == Precision::F32;
+    opt.decode_graphs = path == Path::Graphs;
+    opt.device_moe = opt.batched_heads = path != Path::Reference;
     m = DeviceModel::load(dir, opt);
   }
   return *m;
@@ -259,6 +269,35 @@ inline void check_batch(const DeviceModel& m, const std::string& dir, const std:
     const int64_t n = int64_t(toks[size_t(i)].size()), pad = S - n;
     expect_close(out[size_t(i)].data(), want.data() + (i * S + pad) * V, size_t(n * V), kLogitAtol,
                  kLogitRtol, tag + ".batch.row" + std::to_string(i));
+  }
+}
+
+// Greedy decode of three sequences of different lengths in one batch, 6 steps, on `m` and on `ref`
+// (another execution path of the same weights): the same tokens, logits within 1e-5. With decode
+// graphs on `m`, the first step records and the next five replay with new tokens and positions.
+inline void check_decode_paths(const DeviceModel& m, const DeviceModel& ref, const std::string& dir,
+                               const std::string& tag) {
+  const int64_t V = m.config().vocab_size;
+  Harness hm(m), hr(ref);
+  std::vector<Harness::Seq> sm{hm.new_seq(), hm.new_seq(), hm.new_seq()};
+  std::vector<Harness::Seq> sr{hr.new_seq(), hr.new_seq(), hr.new_seq()};
+  std::vector<std::vector<int32_t>> prompts;
+  for (const char* p : {"prompt_5", "prompt_63", "prompt_65"})
+    prompts.push_back(gi32(dir, std::string(p) + ".input_ids"));
+  std::vector<std::vector<float>> lm, lr;
+  for (size_t i = 0; i < 3; ++i) {
+    lm.push_back(hm.run(sm[i], prompts[i], LogitsWant::Last));
+    lr.push_back(hr.run(sr[i], prompts[i], LogitsWant::Last));
+  }
+  for (int step = 0; step < 6; ++step) {
+    std::vector<std::vector<int32_t>> next(3);
+    for (size_t i = 0; i < 3; ++i) {
+      expect_close(lm[i], lr[i], 1e-5, 1e-5, tag + ".paths.step" + std::to_string(step));
+      next[i] = {argmax_row(lm[i].data(), V)};
+      EXPECT_EQ(next[i][0], argmax_row(lr[i].data(), V)) << tag << " step " << step << " seq " << i;
+    }
+    lm = hm.step({&sm[0], &sm[1], &sm[2]}, {next[0], next[1], next[2]}, LogitsWant::Last);
+    lr = hr.step({&sr[0], &sr[1], &sr[2]}, {next[0], next[1], next[2]}, LogitsWant::Last);
   }
 }
 

@@ -27,6 +27,20 @@ TEST(DeviceModelCpu, KimiLinearCheckpoints) {
   check_checkpoint_restore(cpu_model(kKimiDir), kKimiDir, "kimi");
 }
 
+// The CPU reference semantics of decode graphs (replay re-runs the recorded step after the inputs
+// were rewritten in place) and of the device MoE path against the host-routed reference.
+TEST(DeviceModelCpu, KimiLinearGraphDecode) {
+  const DeviceModel& g =
+      device_model(kKimiDir, Device::Cpu, Precision::F32, AttnResMode::Reference, Path::Graphs);
+  check_greedy_decode(g, kKimiDir, "cpu.kimi.graphs");
+  check_decode_paths(g, device_model(kKimiDir, Device::Cpu), kKimiDir, "cpu.kimi.graphs_vs_eager");
+}
+TEST(DeviceModelCpu, KimiLinearDeviceMoeMatchesReference) {
+  const DeviceModel& r =
+      device_model(kKimiDir, Device::Cpu, Precision::F32, AttnResMode::Reference, Path::Reference);
+  check_decode_paths(device_model(kKimiDir, Device::Cpu), r, kKimiDir, "cpu.kimi.device_vs_reference");
+}
+
 TEST(DeviceModelCpu, K3Prompts) {
   check_prompts(cpu_model(kK3Dir), kK3Dir, "k3");
 }

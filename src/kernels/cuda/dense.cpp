@@ -65,9 +65,9 @@ TensorView as_rows(const TensorView& v) {
   return TensorView::matrix(v.data, v.dtype, 1, v.numel(), -1, v.device);
 }
 
-}  // namespace
-
-void linear(const TensorView& x, const WeightView& w, const TensorView& y, bool accumulate) {
+// heads == 1: one product; otherwise strided-batched (operand h advanced by h times its stride).
+void matmul(const TensorView& x, const WeightView& w, const TensorView& y, bool accumulate, int64_t heads,
+            int64_t x_stride, int64_t w_stride, int64_t y_stride) {
   const int64_t T = x.shape[0];
   if (T == 0) return;
   DS_CHECK(!accumulate || y.dtype == DType::F32 || y.dtype == DType::BF16, "linear (CUDA): bad output dtype");
@@ -83,6 +83,19 @@ void linear(const TensorView& x, const WeightView& w, const TensorView& y, bool 
   const Layout A(w.dtype, uint64_t(w.cols), uint64_t(w.rows), w.cols);
   const Layout B(x.dtype, uint64_t(w.cols), uint64_t(T), x.stride[0]);
   const Layout C(y.dtype, uint64_t(w.rows), uint64_t(T), y.stride[0]);
+  if (heads > 1) {
+    const int32_t n = int32_t(heads);
+    const Layout* layouts[3] = {&A, &B, &C};
+    const int64_t strides[3] = {w_stride, x_stride, y_stride};
+    for (int i = 0; i < 3; ++i) {
+      check_lt(
+          cublasLtMatrixLayoutSetAttribute(layouts[i]->l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &n, sizeof(n)),
+          "batch count");
+      check_lt(cublasLtMatrixLayoutSetAttribute(layouts[i]->l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                                                &strides[i], sizeof(strides[i])),
+               "batch stride");
+    }
+  }
   cublasLtMatmulPreference_t pref = nullptr;
   check_lt(cublasLtMatmulPreferenceCreate(&pref), "preference");
   check_lt(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
@@ -90,7 +103,16 @@ void linear(const TensorView& x, const WeightView& w, const TensorView& y, bool 
            "workspace preference");
   // cuBLASLt assumes 256-byte aligned operands unless told otherwise; column slices of wider
   // matrices (per-head views) are less aligned, so state each operand's actual alignment.
-  const uint32_t align[4] = {alignment(w.data), alignment(x.data), alignment(y.data), alignment(y.data)};
+  // Batched heads: every head's operand must keep the alignment stated for head 0.
+  const auto head_align = [&](const void* p, int64_t stride, DType dt) {
+    uint32_t a = alignment(p);
+    if (heads > 1)
+      while (a > 1 && (uint64_t(stride) * dtype_size(dt)) % a != 0) a /= 2;
+    return a;
+  };
+  const uint32_t ay = head_align(y.data, y_stride, y.dtype);
+  const uint32_t align[4] = {head_align(w.data, w_stride, w.dtype), head_align(x.data, x_stride, x.dtype), ay,
+                             ay};
   const cublasLtMatmulPreferenceAttributes_t align_attr[4] = {
       CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
       CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
@@ -105,10 +127,21 @@ void linear(const TensorView& x, const WeightView& w, const TensorView& y, bool 
            w.rows, w.cols, T, dtype_name(w.dtype), dtype_name(y.dtype));
   const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
   check_lt(cublasLtMatmul(c.handle, desc, &alpha, w.data, A.l, x.data, B.l, &beta, y.data, C.l, y.data, C.l,
-                          &heur.algo, c.workspace, c.workspace_bytes, nullptr),
+                          &heur.algo, c.workspace, c.workspace_bytes, cudaStreamPerThread),
            "matmul");
   cublasLtMatmulPreferenceDestroy(pref);
   cublasLtMatmulDescDestroy(desc);
+}
+
+}  // namespace
+
+void linear(const TensorView& x, const WeightView& w, const TensorView& y, bool accumulate) {
+  matmul(x, w, y, accumulate, 1, 0, 0, 0);
+}
+
+void linear_heads(const TensorView& x, const WeightView& w, const TensorView& y, int64_t heads,
+                  int64_t x_stride, int64_t w_stride, int64_t y_stride, bool accumulate) {
+  matmul(x, w, y, accumulate, heads, x_stride, w_stride, y_stride);
 }
 
 void rmsnorm(const TensorView& x, const TensorView& weight, float eps, const TensorView& y) {

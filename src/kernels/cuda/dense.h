@@ -10,6 +10,9 @@
 namespace ds::cuda {
 
 void linear(const TensorView& x, const WeightView& w, const TensorView& y, bool accumulate);
+// Strided-batched linear: head h reads x + h*x_stride, w + h*w_stride, writes y + h*y_stride.
+void linear_heads(const TensorView& x, const WeightView& w, const TensorView& y, int64_t heads,
+                  int64_t x_stride, int64_t w_stride, int64_t y_stride, bool accumulate);
 void rmsnorm(const TensorView& x, const TensorView& weight, float eps, const TensorView& y);
 void rmsnorm_gated_sigmoid(const TensorView& x, const TensorView& gate, const TensorView& weight, float eps,
                            const TensorView& y);

@@ -32,12 +32,12 @@ void keep_pool_memory() {
 void* alloc_device(int64_t bytes) {
   keep_pool_memory();
   void* p = nullptr;
-  check(cudaMallocAsync(&p, size_t(bytes), cudaStreamLegacy), "device alloc");
+  check(cudaMallocAsync(&p, size_t(bytes), cudaStreamPerThread), "device alloc");
   return p;
 }
 
 void free_device(void* p) {
-  cudaFreeAsync(p, cudaStreamLegacy);  // never throws from a destructor
+  cudaFreeAsync(p, cudaStreamPerThread);  // never throws from a destructor
 }
 
 void* alloc_pinned(int64_t bytes) {
@@ -62,7 +62,7 @@ void copy_2d(void* dst, int64_t dst_pitch, bool dst_device, const void* src, int
 }
 
 void zero(void* p, int64_t bytes) {
-  check(cudaMemsetAsync(p, 0, size_t(bytes), cudaStreamLegacy), "memset");
+  check(cudaMemsetAsync(p, 0, size_t(bytes), cudaStreamPerThread), "memset");
 }
 
 void synchronize() {

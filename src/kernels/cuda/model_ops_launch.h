@@ -27,6 +27,11 @@ void launch_weighted_combine(const float* rows, int64_t rows_stride, const int32
 void launch_mxfp4_dequant(const uint8_t* packed, const uint8_t* scale, int64_t rows, int64_t cols, void* out,
                           bool bf16);
 
+// x[i] = offset + scale * uniform_hash(seed, i), f32 or bf16 (kernels/uniform_hash.h).
+void launch_fill_uniform(void* x, bool bf16, int64_t n, uint64_t seed, float scale, float offset);
+// out[r] = index of the largest element of row r of x f32 [rows, cols] (ties: lowest; NaN skipped).
+void launch_argmax_rows(const float* x, int64_t stride, int64_t rows, int64_t cols, int32_t* out);
+
 struct MlaLaunch {
   float* pool;
   int64_t page_tokens, R, dr;

@@ -6,6 +6,7 @@
 #include "kernels/cuda/act_io.cuh"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/model_ops_launch.h"
+#include "kernels/uniform_hash.h"
 
 namespace ds::cuda {
 namespace {
@@ -103,7 +104,51 @@ __global__ void mxfp4_kernel(const uint8_t* packed, const uint8_t* scale, int64_
   }
 }
 
+template <class T>
+__global__ void fill_kernel(T* x, int64_t n, uint64_t seed, float scale, float offset) {
+  DS_GRID_STRIDE(i, n) store_act(x, i, __fadd_rn(offset, __fmul_rn(scale, uniform_hash(seed, uint64_t(i)))));
+}
+
+// One CTA (256 threads) per row.
+__global__ void argmax_kernel(const float* x, int64_t stride, int64_t cols, int32_t* out) {
+  __shared__ float sv[8];
+  __shared__ int64_t si[8];
+  const float* row = x + blockIdx.x * stride;
+  float bv = 0.0f;
+  int64_t bi = -1;
+  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+    const float v = row[c];
+    if (v == v && (bi < 0 || v > bv)) bv = v, bi = c;  // strided ascending: ties keep the lower index
+  }
+  for (int o = 16; o > 0; o /= 2) {
+    const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
+    const int64_t oi = __shfl_xor_sync(0xffffffffu, bi, o);
+    if (oi >= 0 && (bi < 0 || ov > bv || (ov == bv && oi < bi))) bv = ov, bi = oi;
+  }
+  if (threadIdx.x % 32 == 0) sv[threadIdx.x / 32] = bv, si[threadIdx.x / 32] = bi;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int w = 1; w < 8; ++w)
+      if (si[w] >= 0 && (bi < 0 || sv[w] > bv || (sv[w] == bv && si[w] < bi))) bv = sv[w], bi = si[w];
+    out[blockIdx.x] = int32_t(bi < 0 ? 0 : bi);
+  }
+}
+
 }  // namespace
+
+void launch_fill_uniform(void* x, bool bf16, int64_t n, uint64_t seed, float scale, float offset) {
+  if (bf16)
+    fill_kernel<<<grid_for(n), 256>>>(static_cast<__nv_bfloat16*>(x), n, seed, scale, offset);
+  else
+    fill_kernel<<<grid_for(n), 256>>>(static_cast<float*>(x), n, seed, scale, offset);
+  check_launch("fill kernel");
+}
+
+void launch_argmax_rows(const float* x, int64_t stride, int64_t rows, int64_t cols, int32_t* out) {
+  if (rows == 0) return;
+  argmax_kernel<<<unsigned(rows), 256>>>(x, stride, cols, out);
+  check_launch("argmax kernel");
+}
 
 void launch_cast_rows(const void* x, bool x_bf16, int64_t xs, void* y, bool y_bf16, int64_t ys, int64_t rows,
                       int64_t cols) {

@@ -37,6 +37,23 @@ TEST_F(DeviceModelCuda, KimiLinearCheckpoints) {
   check_checkpoint_restore(gpu_model(kKimiDir), kKimiDir, "gpu.kimi");
 }
 
+// Decode graphs (recorded once, replayed with new inputs) against the golden decode and against
+// eager steps; the default device path (device routing, grouped experts, batched heads) against
+// the reference path (host routing, one GEMM per expert and per head).
+TEST_F(DeviceModelCuda, KimiLinearGraphDecode) {
+  const DeviceModel& g =
+      device_model(kKimiDir, Device::Cuda, Precision::F32, AttnResMode::Reference, Path::Graphs);
+  check_greedy_decode(g, kKimiDir, "gpu.kimi.graphs");
+  EXPECT_EQ(g.graphs_recorded(), 1);
+  check_decode_paths(g, gpu_model(kKimiDir), kKimiDir, "gpu.kimi.graphs_vs_eager");
+}
+TEST_F(DeviceModelCuda, KimiLinearDeviceMoeMatchesReference) {
+  const DeviceModel& r =
+      device_model(kKimiDir, Device::Cuda, Precision::F32, AttnResMode::Reference, Path::Reference);
+  check_prompts(r, kKimiDir, "gpu.kimi.reference");
+  check_decode_paths(gpu_model(kKimiDir), r, kKimiDir, "gpu.kimi.device_vs_reference");
+}
+
 TEST_F(DeviceModelCuda, K3Prompts) {
   check_prompts(gpu_model(kK3Dir), kK3Dir, "gpu.k3");
 }

@@ -1,0 +1,283 @@
+#include "gpu_model_bench.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "core/check.h"
+#include "gpu/device_model.h"
+#include "kernels/elementwise.h"
+#include "kernels/linear.h"
+#include "kernels/memory.h"
+#include "model/model_config.h"
+
+namespace ds::bench {
+
+namespace {
+
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+double gb(double bytes) {
+  return bytes / 1e9;
+}
+
+// Device-to-device copy bandwidth (bytes read + written per second), best of 5 over 2 GiB.
+double measure_copy_bandwidth() {
+  const int64_t bytes = int64_t(2) << 30;
+  Buffer a(Device::Cuda, bytes), b(Device::Cuda, bytes);
+  fill_uniform(TensorView::contiguous(a.data(), DType::F32, {bytes / 4}, Device::Cuda), 7, 1.0f);
+  double best = 1e30;
+  for (int i = 0; i < 6; ++i) {
+    synchronize(Device::Cuda);
+    const double t0 = now_s();
+    copy_bytes(b.data(), Device::Cuda, a.data(), Device::Cuda, bytes);
+    synchronize(Device::Cuda);
+    if (i > 0) best = std::min(best, now_s() - t0);
+  }
+  return 2.0 * double(bytes) / best;
+}
+
+// bf16 linear [n, n] over n rows: FLOP/s, best of 5.
+double measure_gemm_rate(int64_t n) {
+  Buffer w(Device::Cuda, n * n * 2), x(Device::Cuda, n * n * 2), y(Device::Cuda, n * n * 4);
+  fill_uniform(TensorView::contiguous(w.data(), DType::BF16, {n * n}, Device::Cuda), 8, 0.1f);
+  fill_uniform(TensorView::contiguous(x.data(), DType::BF16, {n * n}, Device::Cuda), 9, 1.0f);
+  const WeightView wv{w.data(), DType::BF16, n, n, Device::Cuda};
+  const TensorView xv = TensorView::matrix(x.data(), DType::BF16, n, n, -1, Device::Cuda);
+  const TensorView yv = TensorView::matrix(y.data(), DType::F32, n, n, -1, Device::Cuda);
+  double best = 1e30;
+  for (int i = 0; i < 6; ++i) {
+    synchronize(Device::Cuda);
+    const double t0 = now_s();
+    linear(xv, wv, yv);
+    synchronize(Device::Cuda);
+    if (i > 0) best = std::min(best, now_s() - t0);
+  }
+  return 2.0 * double(n) * double(n) * double(n) / best;
+}
+
+// What one decode step must read, from the model's shapes.
+struct StepBytes {
+  double shared = 0;  // every non-routed GEMM weight except the embedding table (lm_head included)
+  double expert = 0;  // one routed expert of one layer
+  int moe_layers = 0;
+  double active_params_per_token = 0;  // for the prefill FLOPs: shared + k experts per MoE layer
+};
+
+StepBytes step_bytes(const DeviceModel& m) {
+  const ModelConfig& c = m.config();
+  StepBytes s;
+  for (int l = 0; l < c.n_layer; ++l) s.moe_layers += c.is_moe_layer(l) ? 1 : 0;
+  const double elt = m.options().precision == Precision::BF16 ? 2.0 : 4.0;
+  double routed = 0, total = 0;
+  for (const auto& [part, bytes] : m.weights().bytes_by_part()) {
+    total += double(bytes);
+    if (part == "routed experts") routed += double(bytes);
+  }
+  const double embed = double(c.vocab_size) * c.hidden * elt;
+  s.shared = total - routed - embed;
+  s.expert = s.moe_layers > 0 ? routed / (double(s.moe_layers) * c.moe.n_expert) : 0.0;
+  s.active_params_per_token = (s.shared + s.expert * s.moe_layers * c.moe.n_expert_per_token) / elt;
+  return s;
+}
+
+// Expected distinct experts among B tokens choosing k of E each (uniform routing).
+double distinct_experts(int E, int k, int B) {
+  return double(E) * (1.0 - std::pow(1.0 - double(k) / E, B));
+}
+
+DeviceModelOptions variant_options(const DeviceModelOptions& base, const std::string& v) {
+  DeviceModelOptions o = base;
+  DS_CHECK(v == "host" || v == "device" || v == "graphs", "unknown variant '{}' (host, device, graphs)", v);
+  o.device_moe = o.batched_heads = v != "host";
+  o.decode_graphs = v == "graphs";
+  return o;
+}
+
+// Pools with `batch` sequences of `context` random past tokens (latents and KDA states random).
+DevicePools make_filled_pools(const DeviceModel& m, int batch, int64_t tokens, int page_tokens,
+                              int64_t* pages_per_seq) {
+  DevicePools p = m.make_pools(Device::Cuda, false, page_tokens);
+  *pages_per_seq = (tokens + page_tokens - 1) / page_tokens;
+  p.reserve_pages(int64_t(batch) * *pages_per_seq - 1);
+  p.reserve_slots(batch - 1);
+  for (int l = 0; l < m.config().n_mla_layers(); ++l)
+    fill_uniform(TensorView::contiguous(p.latents(l), DType::F32, {p.n_pages() * p.page_floats()}, Device::Cuda),
+                 100 + uint64_t(l), 1.0f);
+  fill_uniform(TensorView::contiguous(p.slots_base(), DType::F32, {p.n_slots() * p.slot_floats()}, Device::Cuda),
+               99, 0.01f);
+  return p;
+}
+
+struct DecodeBatch {
+  std::vector<std::vector<int32_t>> tokens, pages;
+  DeviceStep step;
+};
+
+DecodeBatch decode_batch(int batch, int64_t n_past, int64_t pages_per_seq, int vocab) {
+  DecodeBatch d;
+  d.tokens.resize(size_t(batch));
+  d.pages.resize(size_t(batch));
+  for (int b = 0; b < batch; ++b) {
+    d.tokens[size_t(b)] = {int32_t((b * 7919 + 17) % vocab)};
+    for (int64_t p = 0; p < pages_per_seq; ++p) d.pages[size_t(b)].push_back(int32_t(b * pages_per_seq + p));
+    DeviceSeqStep s;
+    s.tokens = d.tokens[size_t(b)];
+    s.n_past = n_past;
+    s.pages = d.pages[size_t(b)];
+    s.live_slot = b;
+    d.step.seqs.push_back(s);
+  }
+  d.step.greedy_tokens = true;
+  return d;
+}
+
+void run_decode(DeviceModel& m, const GpuBenchArgs& a, const DeviceModelOptions& base, double bw) {
+  const ModelConfig& c = m.config();
+  const StepBytes sb = step_bytes(m);
+  const double kv_per_token = double(c.n_mla_layers()) * c.mla.latent_dim() * 4.0;  // f32 latents
+  const KdaStateShape ks = m.kda_state_shape();
+  const double state_per_seq = 2.0 * double(c.n_kda_layers()) * double(ks.floats()) * 4.0;  // read + write
+  fmt::print("decode (greedy, argmax on the device; {} timed steps after 2 warm-up steps):\n", a.decode_steps);
+  fmt::print("  {:>6} {:>5} {:>7} {:>9} {:>10} {:>9} {:>9} {:>9} {:>8}\n", "ctx", "batch", "variant", "ms/step",
+             "tok/s", "floor GB", "floor ms", "floor%", "wts%");
+  for (int ctx : a.contexts)
+    for (int batch : a.batches) {
+      const int warm = 2;
+      const int64_t tokens = int64_t(ctx) + warm + a.decode_steps;
+      int64_t pps = 0;
+      DevicePools pools = [&] {
+        try {
+          return make_filled_pools(m, batch, tokens, a.page_tokens, &pps);
+        } catch (const Error& e) {
+          fmt::print("  {:>6} {:>5} skipped: {}\n", ctx, batch, e.what());
+          return m.make_pools(Device::Cuda, false, a.page_tokens);
+        }
+      }();
+      if (pps == 0 || pools.n_slots() < batch) continue;
+      const double experts = distinct_experts(c.moe.n_expert, c.moe.n_expert_per_token, batch);
+      const double weights = sb.shared + sb.expert * sb.moe_layers * experts;
+      const double bytes = weights + batch * (kv_per_token * double(ctx) + state_per_seq);
+      for (const std::string& v : a.variants) {
+        m.set_execution(variant_options(base, v));
+        double t = 0;
+        try {
+          for (int s = 0; s < warm + a.decode_steps; ++s) {
+            DecodeBatch d = decode_batch(batch, ctx + s, pps, c.vocab_size);
+            if (s == warm) {
+              synchronize(Device::Cuda);
+              t = now_s();
+            }
+            m.forward(d.step, pools);
+          }
+          synchronize(Device::Cuda);
+        } catch (const Error& e) {
+          fmt::print("  {:>6} {:>5} {:>7} failed: {}\n", ctx, batch, v, e.what());
+          continue;
+        }
+        const double step_s = (now_s() - t) / a.decode_steps;
+        fmt::print("  {:>6} {:>5} {:>7} {:>9.3f} {:>10.1f} {:>9.2f} {:>9.3f} {:>8.1f}% {:>7.1f}%\n", ctx, batch, v,
+                   step_s * 1e3, batch / step_s, gb(bytes), bytes / bw * 1e3, 100.0 * bytes / bw / step_s,
+                   100.0 * weights / bw / step_s);
+      }
+    }
+}
+
+void run_prefill(DeviceModel& m, const GpuBenchArgs& a, const DeviceModelOptions& base, double flops_rate) {
+  const ModelConfig& c = m.config();
+  const StepBytes sb = step_bytes(m);
+  m.set_execution(variant_options(base, "device"));
+  fmt::print("prefill (one sequence, chunks of {} tokens, last-token logits):\n", a.prefill_chunk);
+  fmt::print("  {:>7} {:>9} {:>10} {:>11} {:>9} {:>8}\n", "tokens", "s", "tok/s", "floor TFLOP", "floor s",
+             "floor%");
+  for (int L : a.prefill) {
+    int64_t pps = 0;
+    DevicePools pools = m.make_pools(Device::Cuda, false, a.page_tokens);
+    try {
+      pools = make_filled_pools(m, 1, L, a.page_tokens, &pps);
+    } catch (const Error& e) {
+      fmt::print("  {:>7} skipped: {}\n", L, e.what());
+      continue;
+    }
+    pools.zero_slot(0);
+    std::vector<int32_t> pages(static_cast<size_t>(pps)), ids(static_cast<size_t>(L));
+    for (int64_t p = 0; p < pps; ++p) pages[size_t(p)] = int32_t(p);
+    for (int i = 0; i < L; ++i) ids[size_t(i)] = int32_t((int64_t(i) * 7919 + 17) % c.vocab_size);
+    synchronize(Device::Cuda);
+    const double t0 = now_s();
+    for (int64_t s0 = 0; s0 < L; s0 += a.prefill_chunk) {
+      const int64_t n = std::min<int64_t>(a.prefill_chunk, L - s0);
+      DeviceStep step;
+      DeviceSeqStep s;
+      s.tokens = std::span<const int32_t>(ids).subspan(size_t(s0), size_t(n));
+      s.n_past = s0;
+      s.pages = pages;
+      s.live_slot = 0;
+      s.logits = s0 + n == L ? LogitsWant::Last : LogitsWant::None;
+      step.seqs.push_back(s);
+      step.greedy_tokens = true;
+      m.forward(step, pools);
+    }
+    synchronize(Device::Cuda);
+    const double secs = now_s() - t0;
+    // GEMMs: 2 FLOPs per active parameter per token; causal attention of the MLA layers in the
+    // non-absorbed form (QKᵀ over dq, PV over dv per head): 2·H·(dq + dv)·L²/2 per layer.
+    const double gemm = 2.0 * sb.active_params_per_token * L;
+    const double attn = double(c.n_mla_layers()) * 2.0 * c.mla.n_head * (c.mla.qk_head_dim() + c.mla.v_head_dim) *
+                        double(L) * double(L) / 2.0;
+    const double floor_s = (gemm + attn) / flops_rate;
+    fmt::print("  {:>7} {:>9.3f} {:>10.1f} {:>11.1f} {:>9.3f} {:>7.1f}%\n", L, secs, L / secs, (gemm + attn) / 1e12,
+               floor_s, 100.0 * floor_s / secs);
+  }
+}
+
+}  // namespace
+
+void run_gpu_model_bench(const GpuBenchArgs& a) {
+  DS_CHECK(cuda_available(), "bench gpu: no usable CUDA device (a CPU-only build, or no GPU / driver)");
+  DS_CHECK(a.decode_steps >= 1 && a.page_tokens >= 1 && a.prefill_chunk >= 1,
+           "bench gpu: --decode-steps, --page-tokens and --prefill-chunk must be >= 1");
+  const ModelConfig cfg = ModelConfig::load(a.config);
+  DeviceModelOptions opt;
+  opt.device = Device::Cuda;
+  opt.precision = Precision::BF16;
+  opt.exact_kda = false;
+  const double bw = measure_copy_bandwidth();
+  const double rate = measure_gemm_rate(8192);
+  fmt::print("device copy bandwidth {:.0f} GB/s (read + write), bf16 linear 8192^3 {:.0f} TFLOP/s\n", bw / 1e9,
+             rate / 1e12);
+  const double t0 = now_s();
+  std::unique_ptr<DeviceModel> m = DeviceModel::random(cfg, opt, a.seed);
+  synchronize(Device::Cuda);
+  fmt::print("random bf16 weights of {} ({} layers, {} experts): {:.1f} GB on the GPU in {:.1f} s\n", a.config,
+             cfg.n_layer, cfg.moe.n_expert, gb(double(m->weights().bytes())), now_s() - t0);
+  const StepBytes sb = step_bytes(*m);
+  fmt::print("  per decode step: {:.2f} GB non-expert weights (lm_head included), {:.1f} MB per routed expert, "
+             "{} MoE layers\n",
+             gb(sb.shared), sb.expert / 1e6, sb.moe_layers);
+  if (!a.skip_decode) run_decode(*m, a, opt, bw);
+  if (!a.skip_prefill) run_prefill(*m, a, opt, rate);
+}
+
+void add_gpu_model_bench_options(CLI::App& cmd, GpuBenchArgs& a) {
+  cmd.add_option("--config", a.config, "Model config.json or folder (default: the Kimi-Linear-48B-A3B profile)");
+  cmd.add_option("--batch", a.batches, "Decode batch sizes")->delimiter(',');
+  cmd.add_option("--context", a.contexts, "Decode context lengths (tokens already in each sequence)")
+      ->delimiter(',');
+  cmd.add_option("--variants", a.variants, "Decode variants: host, device, graphs")->delimiter(',');
+  cmd.add_option("--prefill", a.prefill, "Prefill lengths (tokens)")->delimiter(',');
+  cmd.add_flag("--skip-decode", a.skip_decode, "Do not run the decode points");
+  cmd.add_flag("--skip-prefill", a.skip_prefill, "Do not run the prefill points");
+  cmd.add_option("--prefill-chunk", a.prefill_chunk, "Tokens per prefill step");
+  cmd.add_option("--decode-steps", a.decode_steps, "Timed decode steps per point");
+  cmd.add_option("--page-tokens", a.page_tokens, "Tokens per MLA latent page");
+  cmd.add_option("--seed", a.seed, "Seed of the random weights");
+}
+
+}  // namespace ds::bench

@@ -1,0 +1,36 @@
+// The whole-model GPU benchmark (`deltaserve bench gpu`, bench_gpu_model): the device forward at a real model's shapes with random bf16
+// weights made on the GPU (no checkpoint): decode tok/s at each batch size and context next to the
+// weight + KV + state streaming floor (bandwidth measured by a device copy), and chunked prefill
+// tok/s next to the tensor-core floor (rate measured by a large bf16 linear). Each decode point
+// runs once per execution variant, so that one run shows the effect of every optimisation:
+//   host   routing on the host, one GEMM per expert and per MLA head (the reference path),
+//   device routing + grouped experts + batched heads on the device, eager,
+//   graphs the same, each decode step replayed as a CUDA graph.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ds::bench {
+
+struct GpuBenchArgs {
+  std::string config = "data/profiles/models/kimi-linear-48b";
+  std::vector<int> batches = {1, 8, 64};
+  std::vector<int> contexts = {4096, 32768};
+  std::vector<std::string> variants = {"host", "device", "graphs"};
+  std::vector<int> prefill = {8192, 32768, 131072};
+  int prefill_chunk = 8192;
+  bool skip_decode = false, skip_prefill = false;
+  int decode_steps = 16;
+  int page_tokens = 64;
+  uint64_t seed = 1;
+};
+
+// The options of `deltaserve bench gpu` and of bench_gpu_model, into `a`.
+void add_gpu_model_bench_options(CLI::App& cmd, GpuBenchArgs& a);
+// Prints the tables to stdout. Throws ds::Error without a CUDA device.
+void run_gpu_model_bench(const GpuBenchArgs& a);
+
+}  // namespace ds::bench

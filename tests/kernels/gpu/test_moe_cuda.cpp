@@ -1,0 +1,183 @@
+// The device-MoE kernels (routing, grouping, grouped GLU), linear_heads, fill_uniform, argmax_rows
+// and StepGraph on CUDA against their CPU implementations on the same inputs. ctest label "gpu";
+// skipped without a CUDA device.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "core/dtype.h"
+#include "kernels/argmax.h"
+#include "kernels/elementwise.h"
+#include "kernels/graph.h"
+#include "kernels/linear.h"
+#include "kernels/memory.h"
+#include "kernels/moe.h"
+
+namespace ds {
+namespace {
+
+class MoeCuda : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!cuda_available()) GTEST_SKIP() << "no CUDA device: GPU test skipped";
+  }
+};
+
+double rel_l2(const std::vector<float>& a, const std::vector<float>& b) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < a.size(); ++i) num += double(a[i] - b[i]) * (a[i] - b[i]), den += double(b[i]) * b[i];
+  return std::sqrt(num / std::max(den, 1e-30));
+}
+
+std::vector<float> randn(size_t n, uint32_t seed, float sd = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, sd);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(rng);
+  return v;
+}
+
+// A host vector and its device copy.
+template <class T>
+struct Pair {
+  std::vector<T> h;
+  Buffer d;
+  explicit Pair(std::vector<T> v) : h(std::move(v)), d(Buffer::from_host<T>(Device::Cuda, h)) {}
+  explicit Pair(size_t n) : Pair(std::vector<T>(n)) {}
+  TensorView view(Device dev, std::initializer_list<int64_t> shape, DType dt) {
+    return TensorView::contiguous(dev == Device::Cpu ? static_cast<void*>(h.data()) : d.data(), dt, shape, dev);
+  }
+  std::vector<T> gpu() const { return d.to_host<T>(); }
+};
+
+// Routing of many tokens (random logits, bias, a few exact ties) and the grouping after it.
+TEST_F(MoeCuda, RouteAndGroupMatchCpu) {
+  const int64_t T = 67, E = 256, k = 8;
+  std::vector<float> lv = randn(size_t(T * E), 1);
+  for (int64_t e = 0; e < 16; ++e) lv[size_t(5 * E + e)] = 0.25f;  // token 5: exact ties
+  Pair<float> logits(lv), bias(randn(size_t(E), 2, 0.1f)), weight(size_t(T * k));
+  Pair<int32_t> expert(size_t(T * k)), off(size_t(E + 1)), active(size_t(E + 1)), tok(size_t(T * k)), pos(size_t(T * k));
+  for (Device d : {Device::Cpu, Device::Cuda}) {
+    MoeRouteArgs a{logits.view(d, {T, E}, DType::F32), bias.view(d, {E}, DType::F32), int(k), true, 2.446f,
+                   expert.view(d, {T, k}, DType::I32), weight.view(d, {T, k}, DType::F32)};
+    moe_route(a);
+    moe_group(a.expert, E, {off.view(d, {E + 1}, DType::I32), active.view(d, {E + 1}, DType::I32),
+                            tok.view(d, {T * k}, DType::I32), pos.view(d, {T * k}, DType::I32)});
+  }
+  EXPECT_EQ(expert.gpu(), expert.h);
+  EXPECT_LE(rel_l2(weight.gpu(), weight.h), 1e-6);
+  EXPECT_EQ(off.gpu(), off.h);
+  std::vector<int32_t> ga = active.gpu();
+  EXPECT_EQ(std::vector<int32_t>(ga.begin(), ga.begin() + 1 + ga[0]),
+            std::vector<int32_t>(active.h.begin(), active.h.begin() + 1 + active.h[0]));
+  EXPECT_EQ(tok.gpu(), tok.h);
+  EXPECT_EQ(pos.gpu(), pos.h);
+}
+
+// Grouped GLU with bf16 and f32 weights, groups of 0 to more than one tile of rows.
+TEST_F(MoeCuda, GroupedGluMatchesCpu) {
+  const int64_t T = 9, k = 2, E = 5, D = 64, I = 48;
+  for (DType dt : {DType::F32, DType::BF16}) {
+    std::vector<Buffer> dev;
+    std::vector<std::vector<uint8_t>> host;
+    std::vector<const void*> hp(3 * E), dp(3 * E);
+    for (int64_t m = 0; m < 3 * E; ++m) {
+      const std::vector<float> f = randn(size_t(I * D), 100 + uint32_t(m), 0.2f);
+      std::vector<uint8_t> b(f.size() * dtype_size(dt));
+      for (size_t i = 0; i < f.size(); ++i) {
+        if (dt == DType::F32)
+          std::memcpy(b.data() + 4 * i, &f[i], 4);
+        else {
+          const uint16_t v = f32_to_bf16(f[i]);
+          std::memcpy(b.data() + 2 * i, &v, 2);
+        }
+      }
+      host.push_back(b);
+      dev.push_back(Buffer::from_host<uint8_t>(Device::Cuda, host.back()));
+      hp[size_t(m)] = host.back().data(), dp[size_t(m)] = dev.back().data();
+    }
+    const Buffer dtab = Buffer::from_host<const void*>(Device::Cuda, dp);
+    // Experts: 0 gets 7 rows (two tiles), 1 none, the rest a few.
+    Pair<int32_t> expert(std::vector<int32_t>{0, 2, 0, 3, 0, 4, 0, 2, 0, 3, 0, 4, 0, 2, 3, 4, 2, 3});
+    Pair<int32_t> off(size_t(E + 1)), active(size_t(E + 1)), tok(size_t(T * k)), pos(size_t(T * k));
+    Pair<float> x(randn(size_t(T * D), 7)), h(size_t(T * k * I)), y(size_t(T * k * D));
+    for (Device d : {Device::Cpu, Device::Cuda}) {
+      const MoeGroups g{off.view(d, {E + 1}, DType::I32), active.view(d, {E + 1}, DType::I32),
+                        tok.view(d, {T * k}, DType::I32), pos.view(d, {T * k}, DType::I32)};
+      moe_group(expert.view(d, {T, k}, DType::I32), E, g);
+      const GroupedExperts w{d == Device::Cpu ? hp.data() : static_cast<const void* const*>(dtab.data()), dt, E, I, D, d};
+      const TensorView xv = x.view(d, {T * D}, DType::F32), hv = h.view(d, {T * k * I}, DType::F32),
+                       yv = y.view(d, {T * k * D}, DType::F32);
+      moe_grouped_glu(TensorView::matrix(xv.data, DType::F32, T, D, -1, d), w, g,
+                      TensorView::matrix(hv.data, DType::F32, T * k, I, -1, d),
+                      TensorView::matrix(yv.data, DType::F32, T * k, D, -1, d));
+    }
+    const double e = rel_l2(y.gpu(), y.h);
+    std::printf("    rel L2 grouped GLU (%s weights) %.3g\n", dt == DType::BF16 ? "bf16" : "f32", e);
+    EXPECT_LE(e, 1e-5);
+  }
+}
+
+TEST_F(MoeCuda, LinearHeadsMatchCpu) {
+  const int64_t T = 5, H = 8, dn = 32, R = 48, dq = 40;
+  Pair<float> x(randn(size_t(T * H * dq), 3)), w(randn(size_t(H * R * dn), 4, 0.2f)), y(size_t(T * H * R));
+  for (Device d : {Device::Cpu, Device::Cuda}) {
+    const TensorView xv = x.view(d, {T * H * dq}, DType::F32), yv = y.view(d, {T * H * R}, DType::F32);
+    linear_heads(TensorView::matrix(xv.data, DType::F32, T, dn, H * dq, d),
+                 WeightView{d == Device::Cpu ? static_cast<void*>(w.h.data()) : w.d.data(), DType::F32, R, dn, d},
+                 TensorView::matrix(yv.data, DType::F32, T, R, H * R, d), H, {dq, R * dn, R});
+  }
+  const double e = rel_l2(y.gpu(), y.h);
+  std::printf("    rel L2 linear_heads %.3g\n", e);
+  EXPECT_LE(e, 1e-5);
+}
+
+TEST_F(MoeCuda, FillUniformAndArgmaxRowsMatchCpu) {
+  Pair<float> a(size_t(4099));
+  Pair<uint16_t> b(size_t(4099));
+  for (Device d : {Device::Cpu, Device::Cuda}) {
+    fill_uniform(a.view(d, {4099}, DType::F32), 11, 3.0f, 0.5f);
+    fill_uniform(b.view(d, {4099}, DType::BF16), 11, 3.0f, 0.5f);
+  }
+  EXPECT_LE(rel_l2(a.gpu(), a.h), 1e-7);
+  const std::vector<uint16_t> gb = b.gpu();
+  int differ = 0;
+  for (size_t i = 0; i < gb.size(); ++i) differ += gb[i] != b.h[i];
+  EXPECT_LE(differ, 2);  // a bf16 rounding tie may fall either way after an FMA on the CPU
+  std::vector<float> xv = randn(size_t(7 * 1000), 12);
+  xv[3 * 1000 + 17] = xv[3 * 1000 + 900] = 50.0f;  // a tie: the lower index wins
+  Pair<float> x(xv);
+  Pair<int32_t> out(size_t(7));
+  for (Device d : {Device::Cpu, Device::Cuda})
+    argmax_rows(TensorView::matrix(x.view(d, {7000}, DType::F32).data, DType::F32, 7, 1000, -1, d),
+                out.view(d, {7}, DType::I32));
+  EXPECT_EQ(out.gpu(), out.h);
+  EXPECT_EQ(out.h[3], 17);
+}
+
+// A recorded step (kernels, an allocation and its release) replayed after its input changed in
+// place: every replay computes with the current contents.
+TEST_F(MoeCuda, StepGraphReplaysWithNewInputs) {
+  Pair<float> x(std::vector<float>(256, 1.0f)), y(std::vector<float>(256, 0.0f));
+  const TensorView xv = TensorView::matrix(x.d.data(), DType::F32, 1, 256, -1, Device::Cuda);
+  const TensorView yv = TensorView::matrix(y.d.data(), DType::F32, 1, 256, -1, Device::Cuda);
+  StepGraph g;
+  g.capture(Device::Cuda, [&] {
+    Buffer tmp(Device::Cuda, 256 * 4);
+    const TensorView tv = TensorView::matrix(tmp.data(), DType::F32, 1, 256, -1, Device::Cuda);
+    cast_rows(xv, tv);
+    add_rows(tv, yv);
+    add_rows(tv, yv);
+  });
+  EXPECT_EQ(y.gpu()[0], 0.0f);  // recorded, not run
+  g.replay();
+  x.d.upload(std::vector<float>(256, 3.0f).data(), 256 * 4);
+  g.replay();
+  const std::vector<float> r = y.gpu();
+  for (float v : r) EXPECT_EQ(v, 8.0f);
+}
+
+}  // namespace
+}  // namespace ds
