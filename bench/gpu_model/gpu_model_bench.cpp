@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -17,7 +18,6 @@
 namespace ds::bench {
 
 namespace {
-
 
 double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -94,9 +94,11 @@ double distinct_experts(int E, int k, int B) {
 
 DeviceModelOptions variant_options(const DeviceModelOptions& base, const std::string& v) {
   DeviceModelOptions o = base;
-  DS_CHECK(v == "host" || v == "device" || v == "graphs", "unknown variant '{}' (host, device, graphs)", v);
+  DS_CHECK(v == "host" || v == "device" || v == "graphs" || v == "graphs-cublas",
+           "unknown variant '{}' (host, device, graphs, graphs-cublas)", v);
   o.device_moe = o.batched_heads = v != "host";
-  o.decode_graphs = v == "graphs";
+  o.few_row_gemv = v == "device" || v == "graphs";
+  o.decode_graphs = v == "graphs" || v == "graphs-cublas";
   return o;
 }
 
@@ -108,10 +110,12 @@ DevicePools make_filled_pools(const DeviceModel& m, int batch, int64_t tokens, i
   p.reserve_pages(int64_t(batch) * *pages_per_seq - 1);
   p.reserve_slots(batch - 1);
   for (int l = 0; l < m.config().n_mla_layers(); ++l)
-    fill_uniform(TensorView::contiguous(p.latents(l), DType::F32, {p.n_pages() * p.page_floats()}, Device::Cuda),
-                 100 + uint64_t(l), 1.0f);
-  fill_uniform(TensorView::contiguous(p.slots_base(), DType::F32, {p.n_slots() * p.slot_floats()}, Device::Cuda),
-               99, 0.01f);
+    fill_uniform(
+        TensorView::contiguous(p.latents(l), DType::F32, {p.n_pages() * p.page_floats()}, Device::Cuda),
+        100 + uint64_t(l), 1.0f);
+  fill_uniform(
+      TensorView::contiguous(p.slots_base(), DType::F32, {p.n_slots() * p.slot_floats()}, Device::Cuda), 99,
+      0.01f);
   return p;
 }
 
@@ -144,9 +148,10 @@ void run_decode(DeviceModel& m, const GpuBenchArgs& a, const DeviceModelOptions&
   const double kv_per_token = double(c.n_mla_layers()) * c.mla.latent_dim() * 4.0;  // f32 latents
   const KdaStateShape ks = m.kda_state_shape();
   const double state_per_seq = 2.0 * double(c.n_kda_layers()) * double(ks.floats()) * 4.0;  // read + write
-  fmt::print("decode (greedy, argmax on the device; {} timed steps after 2 warm-up steps):\n", a.decode_steps);
-  fmt::print("  {:>6} {:>5} {:>7} {:>9} {:>10} {:>9} {:>9} {:>9} {:>8}\n", "ctx", "batch", "variant", "ms/step",
-             "tok/s", "floor GB", "floor ms", "floor%", "wts%");
+  fmt::print("decode (greedy, argmax on the device; {} timed steps after 2 warm-up steps):\n",
+             a.decode_steps);
+  fmt::print("  {:>6} {:>5} {:>7} {:>9} {:>10} {:>9} {:>9} {:>9} {:>8}\n", "ctx", "batch", "variant",
+             "ms/step", "tok/s", "floor GB", "floor ms", "floor%", "wts%");
   for (int ctx : a.contexts)
     for (int batch : a.batches) {
       const int warm = 2;
@@ -182,9 +187,9 @@ void run_decode(DeviceModel& m, const GpuBenchArgs& a, const DeviceModelOptions&
           continue;
         }
         const double step_s = (now_s() - t) / a.decode_steps;
-        fmt::print("  {:>6} {:>5} {:>7} {:>9.3f} {:>10.1f} {:>9.2f} {:>9.3f} {:>8.1f}% {:>7.1f}%\n", ctx, batch, v,
-                   step_s * 1e3, batch / step_s, gb(bytes), bytes / bw * 1e3, 100.0 * bytes / bw / step_s,
-                   100.0 * weights / bw / step_s);
+        fmt::print("  {:>6} {:>5} {:>7} {:>9.3f} {:>10.1f} {:>9.2f} {:>9.3f} {:>8.1f}% {:>7.1f}%\n", ctx,
+                   batch, v, step_s * 1e3, batch / step_s, gb(bytes), bytes / bw * 1e3,
+                   100.0 * bytes / bw / step_s, 100.0 * weights / bw / step_s);
       }
     }
 }
@@ -229,17 +234,18 @@ void run_prefill(DeviceModel& m, const GpuBenchArgs& a, const DeviceModelOptions
     // GEMMs: 2 FLOPs per active parameter per token; causal attention of the MLA layers in the
     // non-absorbed form (QKᵀ over dq, PV over dv per head): 2·H·(dq + dv)·L²/2 per layer.
     const double gemm = 2.0 * sb.active_params_per_token * L;
-    const double attn = double(c.n_mla_layers()) * 2.0 * c.mla.n_head * (c.mla.qk_head_dim() + c.mla.v_head_dim) *
-                        double(L) * double(L) / 2.0;
+    const double attn = double(c.n_mla_layers()) * 2.0 * c.mla.n_head *
+                        (c.mla.qk_head_dim() + c.mla.v_head_dim) * double(L) * double(L) / 2.0;
     const double floor_s = (gemm + attn) / flops_rate;
-    fmt::print("  {:>7} {:>9.3f} {:>10.1f} {:>11.1f} {:>9.3f} {:>7.1f}%\n", L, secs, L / secs, (gemm + attn) / 1e12,
-               floor_s, 100.0 * floor_s / secs);
+    fmt::print("  {:>7} {:>9.3f} {:>10.1f} {:>11.1f} {:>9.3f} {:>7.1f}%\n", L, secs, L / secs,
+               (gemm + attn) / 1e12, floor_s, 100.0 * floor_s / secs);
   }
 }
 
 }  // namespace
 
 void run_gpu_model_bench(const GpuBenchArgs& a) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // each table row as soon as it is measured
   DS_CHECK(cuda_available(), "bench gpu: no usable CUDA device (a CPU-only build, or no GPU / driver)");
   DS_CHECK(a.decode_steps >= 1 && a.page_tokens >= 1 && a.prefill_chunk >= 1,
            "bench gpu: --decode-steps, --page-tokens and --prefill-chunk must be >= 1");
@@ -250,27 +256,30 @@ void run_gpu_model_bench(const GpuBenchArgs& a) {
   opt.exact_kda = false;
   const double bw = measure_copy_bandwidth();
   const double rate = measure_gemm_rate(8192);
-  fmt::print("device copy bandwidth {:.0f} GB/s (read + write), bf16 linear 8192^3 {:.0f} TFLOP/s\n", bw / 1e9,
-             rate / 1e12);
+  fmt::print("device copy bandwidth {:.0f} GB/s (read + write), bf16 linear 8192^3 {:.0f} TFLOP/s\n",
+             bw / 1e9, rate / 1e12);
   const double t0 = now_s();
   std::unique_ptr<DeviceModel> m = DeviceModel::random(cfg, opt, a.seed);
   synchronize(Device::Cuda);
-  fmt::print("random bf16 weights of {} ({} layers, {} experts): {:.1f} GB on the GPU in {:.1f} s\n", a.config,
-             cfg.n_layer, cfg.moe.n_expert, gb(double(m->weights().bytes())), now_s() - t0);
+  fmt::print("random bf16 weights of {} ({} layers, {} experts): {:.1f} GB on the GPU in {:.1f} s\n",
+             a.config, cfg.n_layer, cfg.moe.n_expert, gb(double(m->weights().bytes())), now_s() - t0);
   const StepBytes sb = step_bytes(*m);
-  fmt::print("  per decode step: {:.2f} GB non-expert weights (lm_head included), {:.1f} MB per routed expert, "
-             "{} MoE layers\n",
-             gb(sb.shared), sb.expert / 1e6, sb.moe_layers);
+  fmt::print(
+      "  per decode step: {:.2f} GB non-expert weights (lm_head included), {:.1f} MB per routed expert, "
+      "{} MoE layers\n",
+      gb(sb.shared), sb.expert / 1e6, sb.moe_layers);
   if (!a.skip_decode) run_decode(*m, a, opt, bw);
   if (!a.skip_prefill) run_prefill(*m, a, opt, rate);
 }
 
 void add_gpu_model_bench_options(CLI::App& cmd, GpuBenchArgs& a) {
-  cmd.add_option("--config", a.config, "Model config.json or folder (default: the Kimi-Linear-48B-A3B profile)");
+  cmd.add_option("--config", a.config,
+                 "Model config.json or folder (default: the Kimi-Linear-48B-A3B profile)");
   cmd.add_option("--batch", a.batches, "Decode batch sizes")->delimiter(',');
   cmd.add_option("--context", a.contexts, "Decode context lengths (tokens already in each sequence)")
       ->delimiter(',');
-  cmd.add_option("--variants", a.variants, "Decode variants: host, device, graphs")->delimiter(',');
+  cmd.add_option("--variants", a.variants, "Decode variants: host, device, graphs, graphs-cublas")
+      ->delimiter(',');
   cmd.add_option("--prefill", a.prefill, "Prefill lengths (tokens)")->delimiter(',');
   cmd.add_flag("--skip-decode", a.skip_decode, "Do not run the decode points");
   cmd.add_flag("--skip-prefill", a.skip_prefill, "Do not run the prefill points");

@@ -1,11 +1,12 @@
-// The whole-model GPU benchmark (`deltaserve bench gpu`, bench_gpu_model): the device forward at a real model's shapes with random bf16
-// weights made on the GPU (no checkpoint): decode tok/s at each batch size and context next to the
-// weight + KV + state streaming floor (bandwidth measured by a device copy), and chunked prefill
-// tok/s next to the tensor-core floor (rate measured by a large bf16 linear). Each decode point
-// runs once per execution variant, so that one run shows the effect of every optimisation:
-//   host   routing on the host, one GEMM per expert and per MLA head (the reference path),
-//   device routing + grouped experts + batched heads on the device, eager,
-//   graphs the same, each decode step replayed as a CUDA graph.
+// The whole-model GPU benchmark (`deltaserve bench gpu`, bench_gpu_model): the device forward at a real
+// model's shapes with random bf16 weights made on the GPU (no checkpoint): decode tok/s at each batch size
+// and context next to the weight + KV + state streaming floor (bandwidth measured by a device copy), and
+// chunked prefill tok/s next to the tensor-core floor (rate measured by a large bf16 linear). Each decode
+// point runs once per execution variant, so that one run shows the effect of every optimisation:
+//   host           routing on the host, one cuBLASLt GEMM per expert and per MLA head (reference),
+//   device         routing + grouped experts + batched heads + few-row GEMV on the device, eager,
+//   graphs         the same, each decode step replayed as a CUDA graph,
+//   graphs-cublas  graphs with the dense projections through cuBLASLt instead of the GEMV.
 #pragma once
 
 #include <CLI/CLI.hpp>

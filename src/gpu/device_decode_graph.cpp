@@ -45,7 +45,8 @@ bool DeviceModel::graph_eligible(const DeviceStep& step) const {
   for (const DeviceSeqStep& s : step.seqs)
     if (s.tokens.size() != 1 || !s.checkpoints.empty() || s.logits != LogitsWant::Last) return false;
   for (const DeviceLayer& L : w_.layers)
-    if (L.moe && (L.moe->grouped.ptrs == nullptr || L.moe->latent_down.data != nullptr || cfg_.act != Activation::Silu))
+    if (L.moe && (L.moe->grouped.ptrs == nullptr || L.moe->latent_down.data != nullptr ||
+                  cfg_.act != Activation::Silu))
       return false;
   return true;
 }

@@ -41,6 +41,9 @@ struct DeviceModelOptions {
   // device; false: routing on the host and one GLU per active expert (the reference path).
   bool device_moe = true;
   bool batched_heads = true;  // MLA per-head projections as one batched product (false: per head)
+  // Single-row projections (batch-1 decode) through linear_few_rows (no bf16 cast, one pass over
+  // the weight) instead of cuBLASLt.
+  bool few_row_gemv = true;
   // Decode steps (one token per sequence, no checkpoints, last-row logits) recorded once per batch
   // size as a graph and replayed; needs device_moe on every MoE layer, else steps run eagerly.
   bool decode_graphs = false;

@@ -18,7 +18,8 @@ class RandomWeights {
   WeightView matrix(int64_t rows, int64_t cols) {
     const DType dt = dw_.precision == Precision::BF16 ? DType::BF16 : DType::F32;
     void* p = alloc(rows * cols * int64_t(dtype_size(dt)));
-    fill_uniform(TensorView::contiguous(p, dt, {rows * cols}, dw_.device), next(), std::sqrt(3.0f / float(cols)));
+    fill_uniform(TensorView::contiguous(p, dt, {rows * cols}, dw_.device), next(),
+                 std::sqrt(3.0f / float(cols)));
     return WeightView{p, dt, rows, cols, dw_.device};
   }
   // f32 [n] = offset + scale · U(-1, 1).
@@ -69,7 +70,8 @@ DeviceKda random_kda(RandomWeights& r, const ModelConfig& cfg) {
 
 DeviceMla random_mla(RandomWeights& r, const ModelConfig& cfg) {
   const MlaConfig& m = cfg.mla;
-  const int64_t D = cfg.hidden, H = m.n_head, dq = m.qk_head_dim(), dn = m.qk_nope_head_dim, dv = m.v_head_dim;
+  const int64_t D = cfg.hidden, H = m.n_head, dq = m.qk_head_dim(), dn = m.qk_nope_head_dim,
+                dv = m.v_head_dim;
   const int64_t R = m.kv_lora_rank;
   DeviceMla d;
   if (m.q_lora_rank > 0) {
@@ -110,7 +112,8 @@ DeviceMoe random_moe(RandomWeights& r, const ModelConfig& cfg) {
 
 }  // namespace
 
-DeviceWeights DeviceWeights::random(const ModelConfig& cfg, Device device, Precision precision, uint64_t seed) {
+DeviceWeights DeviceWeights::random(const ModelConfig& cfg, Device device, Precision precision,
+                                    uint64_t seed) {
   DeviceWeights dw;
   dw.device = device;
   dw.precision = precision;

@@ -45,6 +45,7 @@ struct ForwardContext {
   bool exact_kda;
   bool device_moe = true;     // routing and grouping on the device (false: on the host, the reference)
   bool batched_heads = true;  // MLA's per-head projections as one batched product
+  bool few_row_gemv = true;   // CUDA projections of one row through linear_few_rows
   int64_t T = 0;              // packed tokens
   int N = 0;                  // sequences
   bool decode = false;        // every sequence brings one token

@@ -6,6 +6,7 @@
 #include "kernels/dispatch.h"
 #ifdef DS_HAVE_CUDA
 #include "kernels/cuda/dense.h"
+#include "kernels/cuda/model_ops_launch.h"
 #endif
 
 namespace ds {
@@ -59,6 +60,31 @@ void linear_batch(std::span<const LinearJob> jobs) {
     c.push_back({static_cast<const float*>(j.x.data), j.x.stride[0], j.x.shape[0], j.w,
                  static_cast<float*>(j.y.data), j.y.stride[0], j.accumulate});
   cpu::linear_batch(c);
+}
+
+bool linear_few_rows_fits(const TensorView& x, const WeightView& w) {
+  const uintptr_t xa = reinterpret_cast<uintptr_t>(x.data), wa = reinterpret_cast<uintptr_t>(w.data);
+  return x.ndim == 2 && x.dtype == DType::F32 && x.shape[0] >= 1 && x.shape[0] <= kLinearFewRows &&
+         w.cols % 8 == 0 && x.stride[0] % 4 == 0 && xa % 16 == 0 && wa % 16 == 0;
+}
+
+void linear_few_rows(const TensorView& x, const WeightView& w, const TensorView& y, bool accumulate) {
+  check_weight(w, "linear_few_rows");
+  const int64_t T = x.ndim == 2 ? x.shape[0] : -1;
+  detail::check_rows("linear_few_rows", "x", x, T, w.cols);
+  detail::check_rows("linear_few_rows", "y", y, T, w.rows);
+  check_same_device("linear_few_rows", w.device, {&x, &y});
+  DS_CHECK(linear_few_rows_fits(x, w),
+           "linear_few_rows: {} rows of {} (at most {} rows, a multiple of 8 columns, "
+           "16-byte aligned)",
+           T, w.cols, kLinearFewRows);
+  if (w.device == Device::Cpu) return linear(x, w, y, accumulate);
+#ifdef DS_HAVE_CUDA
+  return cuda::launch_linear_few_rows(static_cast<const float*>(x.data), x.stride[0], T, w.data,
+                                      w.dtype == DType::BF16, w.rows, w.cols, static_cast<float*>(y.data),
+                                      y.stride[0], accumulate);
+#endif
+  detail::no_backend("linear_few_rows", w.device);
 }
 
 void linear_heads(const TensorView& x, const WeightView& w, const TensorView& y, int64_t heads,

@@ -38,4 +38,12 @@ struct HeadStrides {
 void linear_heads(const TensorView& x, const WeightView& w, const TensorView& y, int64_t heads,
                   const HeadStrides& stride, bool accumulate = false);
 
+// y (+)= x · Wᵀ for a few f32 rows (decode steps) with W F32 or BF16: x stays f32 on every device.
+// CUDA: W read once by a warp-per-output-row kernel, all rows at once (no cast of x, no GEMM
+// tile); the CPU runs linear() (the reference). Needs x.rows <= kLinearFewRows, in % 8 == 0 and
+// a row stride of x that is a multiple of 4 on CUDA (linear_few_rows_fits).
+constexpr int64_t kLinearFewRows = 8;
+bool linear_few_rows_fits(const TensorView& x, const WeightView& w);
+void linear_few_rows(const TensorView& x, const WeightView& w, const TensorView& y, bool accumulate = false);
+
 }  // namespace ds

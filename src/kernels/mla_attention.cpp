@@ -82,10 +82,15 @@ void mla_attention(const MlaPagedLatents& p, const MlaAttentionArgs& a) {
 #ifdef DS_HAVE_CUDA
   DS_CHECK(p.R <= 1024 && p.dr <= 1024, "{} (CUDA): latent width {} (+{}) above 1024", op, p.R, p.dr);
   const cuda::MlaLaunch m = launch_of(p, T);
-  return cuda::launch_mla_attention(m, a.H, static_cast<const float*>(a.q_hat.data), a.q_hat.stride[0],
-                                    static_cast<const float*>(a.q_pe.data) + a.q_pe_col, a.q_pe.stride[0],
-                                    a.q_pe_head_stride, a.scale, static_cast<float*>(a.ctx.data),
-                                    a.ctx.stride[0]);
+  const float* q_hat = static_cast<const float*>(a.q_hat.data);
+  const float* q_pe = static_cast<const float*>(a.q_pe.data) + a.q_pe_col;
+  float* ctx = static_cast<float*>(a.ctx.data);
+  // All heads per CTA with the context split (mla_split.cu) where the shape allows, else per head.
+  if (cuda::launch_mla_attention_split(m, a.H, q_hat, a.q_hat.stride[0], q_pe, a.q_pe.stride[0],
+                                       a.q_pe_head_stride, a.scale, ctx, a.ctx.stride[0]))
+    return;
+  return cuda::launch_mla_attention(m, a.H, q_hat, a.q_hat.stride[0], q_pe, a.q_pe.stride[0],
+                                    a.q_pe_head_stride, a.scale, ctx, a.ctx.stride[0]);
 #endif
   detail::no_backend(op, p.device);
 }

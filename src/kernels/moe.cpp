@@ -68,7 +68,8 @@ void cpu_group(const TensorView& expert, int64_t E, const MoeGroups& g) {
 }
 
 float weight_at(const void* base, DType dt, int64_t i) {
-  return dt == DType::BF16 ? bf16_to_f32(static_cast<const uint16_t*>(base)[i]) : static_cast<const float*>(base)[i];
+  return dt == DType::BF16 ? bf16_to_f32(static_cast<const uint16_t*>(base)[i])
+                           : static_cast<const float*>(base)[i];
 }
 
 void cpu_grouped_glu(const TensorView& x, const GroupedExperts& w, const MoeGroups& g, const TensorView& h,
@@ -117,8 +118,8 @@ void moe_route(const MoeRouteArgs& a) {
   if (T == 0) return;
   if (a.logits.device == Device::Cpu) return cpu_route(a, T, E);
 #ifdef DS_HAVE_CUDA
-  return cuda::launch_moe_route(ptr<const float>(a.logits), ptr<const float>(a.bias), T, E, a.k, a.renormalize,
-                                a.scaling, ptr<int32_t>(a.expert), ptr<float>(a.weight));
+  return cuda::launch_moe_route(ptr<const float>(a.logits), ptr<const float>(a.bias), T, E, a.k,
+                                a.renormalize, a.scaling, ptr<int32_t>(a.expert), ptr<float>(a.weight));
 #endif
   detail::no_backend("moe_route", a.logits.device);
 }
@@ -148,8 +149,9 @@ void moe_group(const TensorView& expert, int64_t E, const MoeGroups& g) {
 void moe_grouped_glu(const TensorView& x, const GroupedExperts& w, const MoeGroups& g, const TensorView& h,
                      const TensorView& y) {
   const int64_t n = g.row_token.numel();
-  DS_CHECK(w.ptrs && w.E >= 1 && w.D % 8 == 0 && w.I % 8 == 0 && (w.dtype == DType::BF16 || w.dtype == DType::F32),
-           "moe_grouped_glu: experts must be F32/BF16 with D ({}) and I ({}) multiples of 8", w.D, w.I);
+  DS_CHECK(
+      w.ptrs && w.E >= 1 && w.D % 8 == 0 && w.I % 8 == 0 && (w.dtype == DType::BF16 || w.dtype == DType::F32),
+      "moe_grouped_glu: experts must be F32/BF16 with D ({}) and I ({}) multiples of 8", w.D, w.I);
   detail::check_rows("moe_grouped_glu", "x", x, x.ndim == 2 ? x.shape[0] : -1, w.D);
   detail::check_rows("moe_grouped_glu", "h", h, n, w.I);
   detail::check_rows("moe_grouped_glu", "y", y, n, w.D);

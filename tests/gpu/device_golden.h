@@ -37,8 +37,8 @@ inline const std::string kKimiDir = test_data_dir() + "/golden/kimi-linear-tiny"
 inline const std::string kK3Dir = test_data_dir() + "/golden/k3-tiny";
 
 // How a test model executes (the weights are the same): the default path (device routing, grouped
-// experts, batched heads), decode steps as graphs, or the reference path (host routing, one GEMM per
-// expert and per head).
+// experts, batched heads, few-row GEMV), decode steps as graphs, or the reference path (host
+// routing, one cuBLASLt GEMM per projection, per expert and per head).
 enum class Path { Default, Graphs, Reference };
 
 struct ModelKey {
@@ -64,7 +64,7 @@ inline const DeviceModel& device_model(const std::string& dir, Device device,
     opt.device = device, opt.precision = precision, opt.attn_res = attn_res;
     opt.exact_kda = precision == Precision::F32;
     opt.decode_graphs = path == Path::Graphs;
-    opt.device_moe = opt.batched_heads = path != Path::Reference;
+    opt.device_moe = opt.batched_heads = opt.few_row_gemv = path != Path::Reference;
     m = DeviceModel::load(dir, opt);
   }
   return *m;

@@ -32,7 +32,8 @@ TEST(MoeRoute, BiasSelectsUnbiasedScoresWeightTiesToLowerId) {
   std::vector<float> logits{1.0f, 2.0f, 0.0f, 0.0f, 0.5f, 0.5f, 0.5f, 0.5f}, bias{0.0f, 0.0f, 0.0f, 0.9f};
   std::vector<int32_t> expert(4);
   std::vector<float> weight(4);
-  MoeRouteArgs a{f32v(logits, {2, 4}), f32v(bias, {4}), 2, true, 2.5f, i32v(expert, {2, 2}), f32v(weight, {2, 2})};
+  MoeRouteArgs a{f32v(logits, {2, 4}), f32v(bias, {4}),     2, true, 2.5f,
+                 i32v(expert, {2, 2}), f32v(weight, {2, 2})};
   moe_route(a);
   EXPECT_EQ(expert, (std::vector<int32_t>{3, 1, 3, 0}));
   const float s1 = sigmoidf(2.0f), s3 = sigmoidf(0.0f);
@@ -71,22 +72,27 @@ TEST(MoeGroupedGlu, MatchesPerExpertLinear) {
   for (int64_t e = 0; e < E; ++e)
     ptrs[size_t(e)] = gate[size_t(e)].data(), ptrs[size_t(E + e)] = up[size_t(e)].data(),
     ptrs[size_t(2 * E + e)] = down[size_t(e)].data();
-  std::vector<int32_t> expert{0, 2, 2, 0, 2, 0, 0, 2, 2, 0}, off(E + 1), active(E + 1), tok(T * k), pos(T * k);
+  std::vector<int32_t> expert{0, 2, 2, 0, 2, 0, 0, 2, 2, 0}, off(E + 1), active(E + 1), tok(T * k),
+      pos(T * k);
   const MoeGroups g{i32v(off, {E + 1}), i32v(active, {E + 1}), i32v(tok, {T * k}), i32v(pos, {T * k})};
   moe_group(i32v(expert, {T, k}), E, g);
   std::vector<float> h(size_t(T * k * I)), y(size_t(T * k * D));
   const GroupedExperts w{ptrs.data(), DType::F32, E, I, D, Device::Cpu};
-  moe_grouped_glu(TensorView::matrix(x.data(), DType::F32, T, D), w, g, TensorView::matrix(h.data(), DType::F32, T * k, I),
+  moe_grouped_glu(TensorView::matrix(x.data(), DType::F32, T, D), w, g,
+                  TensorView::matrix(h.data(), DType::F32, T * k, I),
                   TensorView::matrix(y.data(), DType::F32, T * k, D));
   for (int64_t t = 0; t < T; ++t)
     for (int64_t j = 0; j < k; ++j) {
       const int32_t e = expert[size_t(t * k + j)];
       std::vector<float> gv(I), uv(I), yv(D);
       const TensorView xr = TensorView::matrix(x.data() + t * D, DType::F32, 1, D);
-      linear(xr, WeightView{gate[size_t(e)].data(), DType::F32, I, D}, TensorView::matrix(gv.data(), DType::F32, 1, I));
-      linear(xr, WeightView{up[size_t(e)].data(), DType::F32, I, D}, TensorView::matrix(uv.data(), DType::F32, 1, I));
+      linear(xr, WeightView{gate[size_t(e)].data(), DType::F32, I, D},
+             TensorView::matrix(gv.data(), DType::F32, 1, I));
+      linear(xr, WeightView{up[size_t(e)].data(), DType::F32, I, D},
+             TensorView::matrix(uv.data(), DType::F32, 1, I));
       for (int64_t i = 0; i < I; ++i) gv[size_t(i)] = siluf(gv[size_t(i)]) * uv[size_t(i)];
-      linear(TensorView::matrix(gv.data(), DType::F32, 1, I), WeightView{down[size_t(e)].data(), DType::F32, D, I},
+      linear(TensorView::matrix(gv.data(), DType::F32, 1, I),
+             WeightView{down[size_t(e)].data(), DType::F32, D, I},
              TensorView::matrix(yv.data(), DType::F32, 1, D));
       const float* got = y.data() + pos[size_t(t * k + j)] * D;
       EXPECT_LE(test::max_scaled_err(got, yv.data(), size_t(D), 1e-5, 1e-5), 1.0) << t << "," << j;
@@ -97,16 +103,32 @@ TEST(LinearHeads, EqualsPerHeadProducts) {
   const int64_t T = 3, H = 4, dn = 8, R = 6, dq = 12;  // x head h at column h*dq, weight [R, dn] per head
   std::vector<float> x = test::randn(size_t(T * H * dq), 2), w = test::randn(size_t(H * R * dn), 3);
   std::vector<float> y(size_t(T * H * R)), ref(size_t(T * H * R));
-  linear_heads(TensorView::matrix(x.data(), DType::F32, T, dn, H * dq), WeightView{w.data(), DType::F32, R, dn},
-               TensorView::matrix(y.data(), DType::F32, T, R, H * R), H, {dq, R * dn, R});
+  linear_heads(TensorView::matrix(x.data(), DType::F32, T, dn, H * dq),
+               WeightView{w.data(), DType::F32, R, dn}, TensorView::matrix(y.data(), DType::F32, T, R, H * R),
+               H, {dq, R * dn, R});
   for (int64_t t = 0; t < T; ++t)
     for (int64_t h = 0; h < H; ++h)
       for (int64_t r = 0; r < R; ++r) {
         double s = 0;
-        for (int64_t c = 0; c < dn; ++c) s += double(w[size_t((h * R + r) * dn + c)]) * x[size_t(t * H * dq + h * dq + c)];
+        for (int64_t c = 0; c < dn; ++c)
+          s += double(w[size_t((h * R + r) * dn + c)]) * x[size_t(t * H * dq + h * dq + c)];
         ref[size_t(t * H * R + h * R + r)] = float(s);
       }
   EXPECT_LE(test::max_scaled_err(y.data(), ref.data(), y.size(), 1e-5, 1e-5), 1.0);
+}
+
+TEST(LinearFewRows, CpuIsLinearAndShapesAreChecked) {
+  std::vector<float> x = test::randn(3 * 16, 5), w = test::randn(4 * 16, 6), y(12), ref(12);
+  const WeightView wv{w.data(), DType::F32, 4, 16};
+  const TensorView xv = TensorView::matrix(x.data(), DType::F32, 3, 16);
+  linear_few_rows(xv, wv, TensorView::matrix(y.data(), DType::F32, 3, 4));
+  linear(xv, wv, TensorView::matrix(ref.data(), DType::F32, 3, 4));
+  EXPECT_EQ(y, ref);
+  std::vector<float> x9(9 * 16);
+  EXPECT_FALSE(linear_few_rows_fits(TensorView::matrix(x9.data(), DType::F32, 9, 16), wv));
+  EXPECT_THROW(linear_few_rows(TensorView::matrix(x9.data(), DType::F32, 9, 16), wv,
+                               TensorView::matrix(std::vector<float>(36).data(), DType::F32, 9, 4)),
+               Error);
 }
 
 TEST(FillUniform, DeterministicInRangeAndBf16IsRoundedF32) {

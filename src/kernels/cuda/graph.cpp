@@ -8,7 +8,8 @@ namespace ds::cuda {
 
 void* capture_graph(const std::function<void()>& body) {
   // Thread-local mode: other threads' unsafe calls (allocations, synchronous copies) stay legal.
-  check(cudaStreamBeginCapture(cudaStreamPerThread, cudaStreamCaptureModeThreadLocal), "graph: begin capture");
+  check(cudaStreamBeginCapture(cudaStreamPerThread, cudaStreamCaptureModeThreadLocal),
+        "graph: begin capture");
   cudaGraph_t graph = nullptr;
   try {
     body();

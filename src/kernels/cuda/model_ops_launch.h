@@ -32,6 +32,10 @@ void launch_fill_uniform(void* x, bool bf16, int64_t n, uint64_t seed, float sca
 // out[r] = index of the largest element of row r of x f32 [rows, cols] (ties: lowest; NaN skipped).
 void launch_argmax_rows(const float* x, int64_t stride, int64_t rows, int64_t cols, int32_t* out);
 
+// y [T, out] (+)= x [T, in] · Wᵀ, 1 <= T <= 8 f32 rows, W f32 or bf16 [out, in] (gemv.cu).
+void launch_linear_few_rows(const float* x, int64_t x_stride, int64_t T, const void* w, bool bf16,
+                            int64_t out, int64_t in, float* y, int64_t y_stride, bool accumulate);
+
 struct MlaLaunch {
   float* pool;
   int64_t page_tokens, R, dr;
@@ -40,6 +44,11 @@ struct MlaLaunch {
 };
 void launch_mla_write(const MlaLaunch& m, const float* c, int64_t c_stride, const float* k_pe,
                       int64_t k_pe_stride);
+// All heads of a token per CTA, the context split over several CTAs (mla_split.cu); false (nothing
+// launched) for shapes it does not take (H > 32 or R > 512).
+bool launch_mla_attention_split(const MlaLaunch& m, int64_t H, const float* q_hat, int64_t q_hat_stride,
+                                const float* q_pe, int64_t q_pe_stride, int64_t q_pe_head_stride, float scale,
+                                float* ctx, int64_t ctx_stride);
 void launch_mla_attention(const MlaLaunch& m, int64_t H, const float* q_hat, int64_t q_hat_stride,
                           const float* q_pe, int64_t q_pe_stride, int64_t q_pe_head_stride, float scale,
                           float* ctx, int64_t ctx_stride);

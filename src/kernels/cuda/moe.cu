@@ -7,6 +7,7 @@
 
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/moe_launch.h"
+#include "kernels/cuda/vec_load.cuh"
 
 namespace ds::cuda {
 namespace {
@@ -70,7 +71,8 @@ __global__ void route_kernel(const float* logits, const float* bias, int E, int 
 }
 
 // One CTA: counts, offsets and the active list.
-__global__ void group_count_kernel(const int32_t* expert, int64_t n, int E, int32_t* offsets, int32_t* active) {
+__global__ void group_count_kernel(const int32_t* expert, int64_t n, int E, int32_t* offsets,
+                                   int32_t* active) {
   extern __shared__ int cnt[];
   for (int e = threadIdx.x; e < E; e += blockDim.x) cnt[e] = 0;
   __syncthreads();
@@ -115,26 +117,6 @@ __global__ void group_place_kernel(const int32_t* expert, int64_t n, int64_t k, 
     run += total;
     __syncthreads();
   }
-}
-
-__device__ __forceinline__ void load8(const __nv_bfloat16* p, float* w) {
-  const uint4 u = *reinterpret_cast<const uint4*>(p);
-  const __nv_bfloat162* b = reinterpret_cast<const __nv_bfloat162*>(&u);
-#pragma unroll
-  for (int q = 0; q < 4; ++q) {
-    const float2 f = __bfloat1622float2(b[q]);
-    w[2 * q] = f.x, w[2 * q + 1] = f.y;
-  }
-}
-__device__ __forceinline__ void load8(const float* p, float* w) {
-  const float4 a = *reinterpret_cast<const float4*>(p), b = *reinterpret_cast<const float4*>(p + 4);
-  w[0] = a.x, w[1] = a.y, w[2] = a.z, w[3] = a.w, w[4] = b.x, w[5] = b.y, w[6] = b.z, w[7] = b.w;
-}
-
-__device__ __forceinline__ float warp_sum(float v) {
-#pragma unroll
-  for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
 }
 
 constexpr int kTile = 4;  // rows of one expert per pass over its weight rows
@@ -221,8 +203,8 @@ void launch_moe_route(const float* logits, const float* bias, int64_t T, int64_t
   check_launch("moe route kernel");
 }
 
-void launch_moe_group(const int32_t* expert, int64_t n, int64_t k, int64_t E, int32_t* offsets, int32_t* active,
-                      int32_t* row_token, int32_t* pos) {
+void launch_moe_group(const int32_t* expert, int64_t n, int64_t k, int64_t E, int32_t* offsets,
+                      int32_t* active, int32_t* row_token, int32_t* pos) {
   require(E <= 8192, "moe_group (CUDA): E <= 8192");
   group_count_kernel<<<1, 1024, size_t(E) * 4>>>(expert, n, int(E), offsets, active);
   check_launch("moe group count kernel");

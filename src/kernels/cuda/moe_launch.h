@@ -12,8 +12,8 @@ void launch_moe_route(const float* logits, const float* bias, int64_t T, int64_t
 
 // Counts per expert and the active list (one CTA), then one CTA per expert places its rows in token
 // order (warp ballots over the (token, slot) pairs).
-void launch_moe_group(const int32_t* expert, int64_t n, int64_t k, int64_t E, int32_t* offsets, int32_t* active,
-                      int32_t* row_token, int32_t* pos);
+void launch_moe_group(const int32_t* expert, int64_t n, int64_t k, int64_t E, int32_t* offsets,
+                      int32_t* active, int32_t* row_token, int32_t* pos);
 
 struct GroupedGluLaunch {
   const float* x;

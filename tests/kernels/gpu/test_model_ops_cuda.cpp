@@ -138,6 +138,42 @@ TEST_F(ModelOpsCuda, MlaPagedWriteAndAttention) {
   expect_same(ctx, 1e-5, "mla_attention");
 }
 
+// Kimi Linear's MLA shape (32 heads, R = 512, dr = 64) over long scattered contexts: decode tokens
+// (the context split over many CTAs) and a 300-token prompt (one CTA per token) against the CPU.
+TEST_F(ModelOpsCuda, MlaAttentionKimiShapeSplitContext) {
+  const int64_t P = 16, R = 512, dr = 64, H = 32, dq = 192, n_pages = 80;
+  Twin pool = Twin::randn(n_pages * P, R + dr, 30);
+  std::vector<int32_t> table;
+  for (int32_t p = 0; p < 60; ++p) table.push_back((p * 37) % n_pages);  // seq 0: 60 pages, seq 1: 20
+  for (int32_t p = 0; p < 20; ++p) table.push_back((p * 37 + 3) % n_pages);
+  const Twin tab = Twin::of(table, DType::I32, int64_t(table.size()), 1);
+  const Twin offset = Twin::of(std::vector<int32_t>{0, 60}, DType::I32, 2, 1);
+  for (const bool prompt : {false, true}) {
+    std::vector<int32_t> seq_h, pos_h;
+    if (prompt)
+      for (int32_t t = 0; t < 300; ++t) seq_h.push_back(1), pos_h.push_back(t);
+    else
+      seq_h = {0, 1}, pos_h = {957, 311};
+    const int64_t T = int64_t(seq_h.size());
+    const Twin seq = Twin::of(seq_h, DType::I32, T, 1), pos = Twin::of(pos_h, DType::I32, T, 1);
+    const Twin qhat = Twin::randn(T, H * R, 31, 0.05f), q = Twin::randn(T, H * dq, 32, 0.05f);
+    Twin ctx = Twin::randn(T, H * R, 33);
+    for (Device d : {Device::Cpu, Device::Cuda}) {
+      MlaPagedLatents p;
+      p.pool = static_cast<float*>(pool.ptr(d)), p.n_pages = n_pages, p.page_tokens = P, p.R = R, p.dr = dr;
+      p.page_table = tab.flat(d), p.page_offset = offset.flat(d), p.tok_seq = seq.flat(d),
+      p.tok_pos = pos.flat(d);
+      p.device = d;
+      MlaAttentionArgs a;
+      a.H = H, a.q_hat = qhat.view(d), a.q_pe = q.view(d), a.q_pe_col = dq - dr, a.q_pe_head_stride = dq;
+      a.scale = 1.0f / std::sqrt(float(dq)), a.ctx = ctx.view(d);
+      mla_attention(p, a);
+    }
+    expect_same(ctx, 1e-5,
+                prompt ? "mla_attention Kimi shape, 300-token prompt" : "mla_attention Kimi shape, decode");
+  }
+}
+
 TEST_F(ModelOpsCuda, AttnResMixAndTwoPhase) {
   const int64_t T = 5, D = 300;
   const Twin b0 = Twin::randn(T, D, 30), b1 = Twin::randn(T, D, 31), p = Twin::randn(T, D, 32);

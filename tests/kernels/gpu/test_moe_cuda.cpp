@@ -27,7 +27,8 @@ class MoeCuda : public ::testing::Test {
 
 double rel_l2(const std::vector<float>& a, const std::vector<float>& b) {
   double num = 0, den = 0;
-  for (size_t i = 0; i < a.size(); ++i) num += double(a[i] - b[i]) * (a[i] - b[i]), den += double(b[i]) * b[i];
+  for (size_t i = 0; i < a.size(); ++i)
+    num += double(a[i] - b[i]) * (a[i] - b[i]), den += double(b[i]) * b[i];
   return std::sqrt(num / std::max(den, 1e-30));
 }
 
@@ -47,7 +48,8 @@ struct Pair {
   explicit Pair(std::vector<T> v) : h(std::move(v)), d(Buffer::from_host<T>(Device::Cuda, h)) {}
   explicit Pair(size_t n) : Pair(std::vector<T>(n)) {}
   TensorView view(Device dev, std::initializer_list<int64_t> shape, DType dt) {
-    return TensorView::contiguous(dev == Device::Cpu ? static_cast<void*>(h.data()) : d.data(), dt, shape, dev);
+    return TensorView::contiguous(dev == Device::Cpu ? static_cast<void*>(h.data()) : d.data(), dt, shape,
+                                  dev);
   }
   std::vector<T> gpu() const { return d.to_host<T>(); }
 };
@@ -58,13 +60,16 @@ TEST_F(MoeCuda, RouteAndGroupMatchCpu) {
   std::vector<float> lv = randn(size_t(T * E), 1);
   for (int64_t e = 0; e < 16; ++e) lv[size_t(5 * E + e)] = 0.25f;  // token 5: exact ties
   Pair<float> logits(lv), bias(randn(size_t(E), 2, 0.1f)), weight(size_t(T * k));
-  Pair<int32_t> expert(size_t(T * k)), off(size_t(E + 1)), active(size_t(E + 1)), tok(size_t(T * k)), pos(size_t(T * k));
+  Pair<int32_t> expert(size_t(T * k)), off(size_t(E + 1)), active(size_t(E + 1)), tok(size_t(T * k)),
+      pos(size_t(T * k));
   for (Device d : {Device::Cpu, Device::Cuda}) {
-    MoeRouteArgs a{logits.view(d, {T, E}, DType::F32), bias.view(d, {E}, DType::F32), int(k), true, 2.446f,
-                   expert.view(d, {T, k}, DType::I32), weight.view(d, {T, k}, DType::F32)};
+    MoeRouteArgs a{
+        logits.view(d, {T, E}, DType::F32), bias.view(d, {E}, DType::F32),     int(k), true, 2.446f,
+        expert.view(d, {T, k}, DType::I32), weight.view(d, {T, k}, DType::F32)};
     moe_route(a);
-    moe_group(a.expert, E, {off.view(d, {E + 1}, DType::I32), active.view(d, {E + 1}, DType::I32),
-                            tok.view(d, {T * k}, DType::I32), pos.view(d, {T * k}, DType::I32)});
+    moe_group(a.expert, E,
+              {off.view(d, {E + 1}, DType::I32), active.view(d, {E + 1}, DType::I32),
+               tok.view(d, {T * k}, DType::I32), pos.view(d, {T * k}, DType::I32)});
   }
   EXPECT_EQ(expert.gpu(), expert.h);
   EXPECT_LE(rel_l2(weight.gpu(), weight.h), 1e-6);
@@ -107,7 +112,8 @@ TEST_F(MoeCuda, GroupedGluMatchesCpu) {
       const MoeGroups g{off.view(d, {E + 1}, DType::I32), active.view(d, {E + 1}, DType::I32),
                         tok.view(d, {T * k}, DType::I32), pos.view(d, {T * k}, DType::I32)};
       moe_group(expert.view(d, {T, k}, DType::I32), E, g);
-      const GroupedExperts w{d == Device::Cpu ? hp.data() : static_cast<const void* const*>(dtab.data()), dt, E, I, D, d};
+      const GroupedExperts w{
+          d == Device::Cpu ? hp.data() : static_cast<const void* const*>(dtab.data()), dt, E, I, D, d};
       const TensorView xv = x.view(d, {T * D}, DType::F32), hv = h.view(d, {T * k * I}, DType::F32),
                        yv = y.view(d, {T * k * D}, DType::F32);
       moe_grouped_glu(TensorView::matrix(xv.data, DType::F32, T, D, -1, d), w, g,
@@ -125,13 +131,47 @@ TEST_F(MoeCuda, LinearHeadsMatchCpu) {
   Pair<float> x(randn(size_t(T * H * dq), 3)), w(randn(size_t(H * R * dn), 4, 0.2f)), y(size_t(T * H * R));
   for (Device d : {Device::Cpu, Device::Cuda}) {
     const TensorView xv = x.view(d, {T * H * dq}, DType::F32), yv = y.view(d, {T * H * R}, DType::F32);
-    linear_heads(TensorView::matrix(xv.data, DType::F32, T, dn, H * dq, d),
-                 WeightView{d == Device::Cpu ? static_cast<void*>(w.h.data()) : w.d.data(), DType::F32, R, dn, d},
-                 TensorView::matrix(yv.data, DType::F32, T, R, H * R, d), H, {dq, R * dn, R});
+    linear_heads(
+        TensorView::matrix(xv.data, DType::F32, T, dn, H * dq, d),
+        WeightView{d == Device::Cpu ? static_cast<void*>(w.h.data()) : w.d.data(), DType::F32, R, dn, d},
+        TensorView::matrix(yv.data, DType::F32, T, R, H * R, d), H, {dq, R * dn, R});
   }
   const double e = rel_l2(y.gpu(), y.h);
   std::printf("    rel L2 linear_heads %.3g\n", e);
   EXPECT_LE(e, 1e-5);
+}
+
+// Few-row linear (decode projections): f32 and bf16 weights, 1 / 3 / 8 rows of a strided x, with
+// and without accumulation, against the CPU linear().
+TEST_F(MoeCuda, LinearFewRowsMatchesCpu) {
+  const int64_t out = 300, in = 520, xs = 528;
+  for (DType dt : {DType::F32, DType::BF16})
+    for (int64_t T : {1, 3, 8})
+      for (bool acc : {false, true}) {
+        const std::vector<float> wf = randn(size_t(out * in), 40, 0.1f);
+        std::vector<uint8_t> wb(wf.size() * dtype_size(dt));
+        for (size_t i = 0; i < wf.size(); ++i) {
+          if (dt == DType::F32) {
+            std::memcpy(wb.data() + 4 * i, &wf[i], 4);
+          } else {
+            const uint16_t v = f32_to_bf16(wf[i]);
+            std::memcpy(wb.data() + 2 * i, &v, 2);
+          }
+        }
+        Pair<uint8_t> w(wb);
+        Pair<float> x(randn(size_t(T * xs), 41)), y(randn(size_t(T * out), 42));
+        for (Device d : {Device::Cpu, Device::Cuda}) {
+          const WeightView wv{d == Device::Cpu ? static_cast<void*>(w.h.data()) : w.d.data(), dt, out, in, d};
+          const TensorView xv =
+              TensorView::matrix(x.view(d, {T * xs}, DType::F32).data, DType::F32, T, in, xs, d);
+          const TensorView yv =
+              TensorView::matrix(y.view(d, {T * out}, DType::F32).data, DType::F32, T, out, -1, d);
+          ASSERT_TRUE(linear_few_rows_fits(xv, wv));
+          linear_few_rows(xv, wv, yv, acc);
+        }
+        const double e = rel_l2(y.gpu(), y.h);
+        EXPECT_LE(e, 1e-5) << dtype_name(dt) << " T=" << T << " acc=" << acc;
+      }
 }
 
 TEST_F(MoeCuda, FillUniformAndArgmaxRowsMatchCpu) {

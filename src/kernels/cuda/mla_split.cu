@@ -1,0 +1,229 @@
+// MLA absorbed attention over the paged latents with every head of a token in one CTA (the latent
+// rows are read once per token instead of once per head) and the context split over S CTAs per
+// token (flash-decoding): CTA (i, s) walks tiles s, s + S, ... of 32 positions, keeping per head an
+// online softmax (m, l) and the unnormalised context O [H, R] in registers; a second kernel merges
+// the S partial results. S = 1 (long prompts: enough tokens to fill the GPU) writes ctx directly.
+// f32 throughout; H <= 32, R <= 512, (R + dr) % 4 == 0 (else the per-head kernel of mla.cu runs).
+#include <cuda_runtime.h>
+
+#include <cfloat>
+
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/model_ops_launch.h"
+
+namespace ds::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kTile = 32;     // positions per tile
+constexpr int kMaxHeads = 32;
+constexpr int kHeadsPerThread = kMaxHeads / (kThreads / 128);  // 16: thread owns heads t/128 + 2q
+constexpr int kColsPerThread = 4;                              // cols t%128 + 128j, R <= 512
+
+struct SplitArgs {
+  MlaLaunch m;
+  int H, S;
+  const float* q_hat;
+  int64_t qhs;
+  const float* q_pe;
+  int64_t qps, qph;
+  float scale;
+  float* ctx;  // S == 1
+  int64_t cs;
+  float* part;  // S > 1: [T, S, H, 2 + R]: m, l, O
+};
+
+__device__ __forceinline__ const float* entry(const MlaLaunch& m, int32_t seq, int64_t t) {
+  const int32_t page = m.page_table[m.page_offset[seq] + t / m.page_tokens];
+  return m.pool + (int64_t(page) * m.page_tokens + t % m.page_tokens) * (m.R + m.dr);
+}
+
+__global__ void __launch_bounds__(kThreads) mla_split_kernel(SplitArgs a) {
+  extern __shared__ float4 sm4[];
+  float* sm = reinterpret_cast<float*>(sm4);
+  // Rows of E = R + dr floats (E % 4 == 0); latent rows padded to E + 4 so that the lanes' 16-byte
+  // loads of 8 consecutive positions fall in distinct banks.
+  const int H = a.H, R = int(a.m.R), E = int(a.m.R + a.m.dr), LD = E + 4;
+  float* q_s = sm;                // [H, E], pre-scaled
+  float* e_s = q_s + H * E;       // [kTile, LD]
+  float* p_s = e_s + kTile * LD;  // [H, kTile]: probabilities of the tile
+  float* m_s = p_s + H * kTile;   // [H]
+  float* l_s = m_s + H;           // [H]
+  float* c_s = l_s + H;           // [H] rescale of this tile
+  const int64_t i = blockIdx.x;
+  const int s = blockIdx.y, tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+  const int32_t seq = a.m.tok_seq[i];
+  const int64_t n_ctx = int64_t(a.m.tok_pos[i]) + 1;
+  for (int x = tid; x < H * E; x += kThreads) {
+    const int h = x / E, k = x % E;
+    q_s[x] = a.scale * (k < R ? a.q_hat[i * a.qhs + int64_t(h) * R + k] : a.q_pe[i * a.qps + h * a.qph + k - R]);
+  }
+  for (int h = tid; h < H; h += kThreads) m_s[h] = -FLT_MAX, l_s[h] = 0.0f;
+  float acc[kHeadsPerThread][kColsPerThread];
+#pragma unroll
+  for (int q = 0; q < kHeadsPerThread; ++q)
+#pragma unroll
+    for (int j = 0; j < kColsPerThread; ++j) acc[q][j] = 0.0f;
+  const int col0 = tid % 128, head0 = tid / 128;
+  const int nh = (H - warp + kThreads / 32 - 1) / (kThreads / 32);  // this warp's heads: warp + 8q
+  const int64_t n_tiles = (n_ctx + kTile - 1) / kTile;
+  for (int64_t tile = s; tile < n_tiles; tile += a.S) {
+    const int64_t t0 = tile * kTile;
+    const int n = int(n_ctx - t0 < kTile ? n_ctx - t0 : kTile);
+    __syncthreads();  // q_s / m_s ready; e_s and p_s free
+    for (int p = warp; p < n; p += kThreads / 32) {
+      const float* src = entry(a.m, seq, t0 + p);
+      for (int k = lane; k < E; k += 32) e_s[p * LD + k] = src[k];
+    }
+    __syncthreads();
+    // Scores: lane p of warp w, heads w, w + 8, w + 16, w + 24 at once (16-byte shared loads).
+    float dot[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    if (lane < n) {
+      const float4* er = reinterpret_cast<const float4*>(e_s + lane * LD);
+      for (int k4 = 0; k4 < E / 4; ++k4) {
+        const float4 e = er[k4];
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+          if (q < nh) {
+            const float4 qv = reinterpret_cast<const float4*>(q_s + (warp + 8 * q) * E)[k4];
+            dot[q] += qv.x * e.x + qv.y * e.y + qv.z * e.z + qv.w * e.w;
+          }
+        }
+      }
+    }
+    // Online softmax per head over the tile, within the warp.
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      if (q >= nh) break;
+      const int h = warp + 8 * q;
+      const float sc = lane < n ? dot[q] : -FLT_MAX;
+      float mx = sc;
+#pragma unroll
+      for (int o = 16; o > 0; o /= 2) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+      const float m_old = m_s[h], m_new = fmaxf(m_old, mx);
+      const float pr = lane < n ? expf(sc - m_new) : 0.0f;
+      float sum = pr;
+#pragma unroll
+      for (int o = 16; o > 0; o /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+      p_s[h * kTile + lane] = pr;
+      __syncwarp();
+      if (lane == 0) {
+        const float corr = expf(m_old - m_new);
+        c_s[h] = corr;
+        l_s[h] = l_s[h] * corr + sum;
+        m_s[h] = m_new;
+      }
+    }
+    __syncthreads();
+#pragma unroll
+    for (int q = 0; q < kHeadsPerThread; ++q) {
+      const int h = head0 + 2 * q;
+      if (h >= H) break;
+      const float corr = c_s[h];
+#pragma unroll
+      for (int j = 0; j < kColsPerThread; ++j) acc[q][j] *= corr;
+    }
+    for (int p = 0; p < n; ++p) {
+      float e[kColsPerThread];
+#pragma unroll
+      for (int j = 0; j < kColsPerThread; ++j) {
+        const int c = col0 + 128 * j;
+        e[j] = c < R ? e_s[p * LD + c] : 0.0f;
+      }
+#pragma unroll
+      for (int q = 0; q < kHeadsPerThread; ++q) {
+        const int h = head0 + 2 * q;
+        if (h >= H) break;
+        const float pr = p_s[h * kTile + p];
+#pragma unroll
+        for (int j = 0; j < kColsPerThread; ++j) acc[q][j] += pr * e[j];
+      }
+    }
+  }
+  __syncthreads();
+#pragma unroll
+  for (int q = 0; q < kHeadsPerThread; ++q) {
+    const int h = head0 + 2 * q;
+    if (h >= H) break;
+    if (a.S == 1) {
+      const float inv = 1.0f / l_s[h];
+#pragma unroll
+      for (int j = 0; j < kColsPerThread; ++j) {
+        const int c = col0 + 128 * j;
+        if (c < R) a.ctx[i * a.cs + int64_t(h) * R + c] = acc[q][j] * inv;
+      }
+    } else {
+      float* out = a.part + ((i * a.S + s) * H + h) * (2 + R);
+      if (col0 == 0) out[0] = m_s[h], out[1] = l_s[h];
+#pragma unroll
+      for (int j = 0; j < kColsPerThread; ++j) {
+        const int c = col0 + 128 * j;
+        if (c < R) out[2 + c] = acc[q][j];
+      }
+    }
+  }
+}
+
+// One CTA of 128 threads per (token, head): merges the S partial (m, l, O).
+__global__ void mla_merge_kernel(const float* part, int S, int H, int R, float* ctx, int64_t cs) {
+  const int64_t i = blockIdx.x;
+  const int h = blockIdx.y;
+  const float* base = part + (i * S * H + h) * int64_t(2 + R);
+  const int64_t step = int64_t(H) * (2 + R);
+  float M = -FLT_MAX;
+  for (int s = 0; s < S; ++s) M = fmaxf(M, base[s * step]);
+  float L = 0.0f;
+  for (int s = 0; s < S; ++s) L += base[s * step + 1] * expf(base[s * step] - M);
+  const float inv = 1.0f / L;
+  for (int c = threadIdx.x; c < R; c += blockDim.x) {
+    float o = 0.0f;
+    for (int s = 0; s < S; ++s) o += base[s * step + 2 + c] * expf(base[s * step] - M);
+    ctx[i * cs + int64_t(h) * R + c] = o * inv;
+  }
+}
+
+int sm_count() {
+  static const int n = [] {
+    int dev = 0, v = 0;
+    check(cudaGetDevice(&dev), "mla split: device");
+    check(cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev), "mla split: SM count");
+    return v;
+  }();
+  return n;
+}
+
+}  // namespace
+
+bool launch_mla_attention_split(const MlaLaunch& m, int64_t H, const float* q_hat, int64_t q_hat_stride,
+                                const float* q_pe, int64_t q_pe_stride, int64_t q_pe_head_stride, float scale,
+                                float* ctx, int64_t ctx_stride) {
+  const int64_t E = m.R + m.dr;
+  if (H > kMaxHeads || m.R > 128 * kColsPerThread || E % 4 != 0) return false;
+  const size_t smem = size_t(H * E + kTile * (E + 4) + H * kTile + 3 * H) * sizeof(float);
+  if (smem > 200 * 1024) return false;
+  static const bool attr = [] {
+    check(cudaFuncSetAttribute(mla_split_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024),
+          "mla split: shared memory limit");
+    return true;
+  }();
+  (void)attr;
+  // Two CTAs' worth of work per SM in all; S = 1 once the tokens alone fill the GPU.
+  const int64_t want = (2 * int64_t(sm_count()) + m.T - 1) / m.T;
+  const int S = int(want < 1 ? 1 : (want > 128 ? 128 : want));
+  SplitArgs a{m, int(H), S, q_hat, q_hat_stride, q_pe, q_pe_stride, q_pe_head_stride, scale, ctx, ctx_stride,
+              nullptr};
+  if (S > 1)
+    check(cudaMallocAsync(reinterpret_cast<void**>(&a.part), size_t(m.T * S * H * (2 + m.R)) * sizeof(float),
+                          cudaStreamPerThread),
+          "mla split: workspace");
+  mla_split_kernel<<<dim3(unsigned(m.T), unsigned(S)), kThreads, smem>>>(a);
+  check_launch("mla split kernel");
+  if (S > 1) {
+    mla_merge_kernel<<<dim3(unsigned(m.T), unsigned(H)), 128>>>(a.part, S, int(H), int(m.R), ctx, ctx_stride);
+    check_launch("mla merge kernel");
+    check(cudaFreeAsync(a.part, cudaStreamPerThread), "mla split: workspace free");
+  }
+  return true;
+}
+
+}  // namespace ds::cuda

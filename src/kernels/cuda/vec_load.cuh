@@ -1,0 +1,30 @@
+// Internal to src/kernels/cuda: 16-byte loads of 8 consecutive weights or activations as f32, and
+// the warp sum, for the weight-streaming kernels (grouped expert GLU, few-row linear).
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+namespace ds::cuda {
+
+__device__ __forceinline__ void load8(const __nv_bfloat16* p, float* w) {
+  const uint4 u = *reinterpret_cast<const uint4*>(p);
+  const __nv_bfloat162* b = reinterpret_cast<const __nv_bfloat162*>(&u);
+#pragma unroll
+  for (int q = 0; q < 4; ++q) {
+    const float2 f = __bfloat1622float2(b[q]);
+    w[2 * q] = f.x, w[2 * q + 1] = f.y;
+  }
+}
+__device__ __forceinline__ void load8(const float* p, float* w) {
+  const float4 a = *reinterpret_cast<const float4*>(p), b = *reinterpret_cast<const float4*>(p + 4);
+  w[0] = a.x, w[1] = a.y, w[2] = a.z, w[3] = a.w, w[4] = b.x, w[5] = b.y, w[6] = b.z, w[7] = b.w;
+}
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+}  // namespace ds::cuda
