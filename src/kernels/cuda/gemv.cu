@@ -14,8 +14,8 @@ namespace {
 constexpr int kMaxRows = 8;
 
 template <class W, int kRows>
-__global__ void __launch_bounds__(256) gemv_kernel(const float* x, int64_t xs, const W* w, int64_t out, int64_t in,
-                                                   float* y, int64_t ys, bool accumulate) {
+__global__ void __launch_bounds__(256) gemv_kernel(const float* x, int64_t xs, const W* w, int64_t out,
+                                                   int64_t in, float* y, int64_t ys, bool accumulate) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int64_t o = int64_t(blockIdx.x) * 8 + warp;
   if (o >= out) return;
@@ -41,8 +41,8 @@ __global__ void __launch_bounds__(256) gemv_kernel(const float* x, int64_t xs, c
 }
 
 template <class W>
-void launch_rows(int64_t T, const float* x, int64_t xs, const W* w, int64_t out, int64_t in, float* y, int64_t ys,
-                 bool acc) {
+void launch_rows(int64_t T, const float* x, int64_t xs, const W* w, int64_t out, int64_t in, float* y,
+                 int64_t ys, bool acc) {
   const unsigned grid = unsigned((out + 7) / 8);
   switch (T) {
 #define DS_GEMV_CASE(n) \
@@ -62,8 +62,8 @@ void launch_rows(int64_t T, const float* x, int64_t xs, const W* w, int64_t out,
 
 }  // namespace
 
-void launch_linear_few_rows(const float* x, int64_t x_stride, int64_t T, const void* w, bool bf16, int64_t out,
-                            int64_t in, float* y, int64_t y_stride, bool accumulate) {
+void launch_linear_few_rows(const float* x, int64_t x_stride, int64_t T, const void* w, bool bf16,
+                            int64_t out, int64_t in, float* y, int64_t y_stride, bool accumulate) {
   require(T >= 1 && T <= kMaxRows && in % 8 == 0 && x_stride % 4 == 0,
           "linear_few_rows (CUDA): 1..8 rows, in % 8 == 0, row stride % 4 == 0");
   if (bf16)

@@ -15,7 +15,7 @@ namespace ds::cuda {
 namespace {
 
 constexpr int kThreads = 256;
-constexpr int kTile = 32;     // positions per tile
+constexpr int kTile = 32;  // positions per tile
 constexpr int kMaxHeads = 32;
 constexpr int kHeadsPerThread = kMaxHeads / (kThreads / 128);  // 16: thread owns heads t/128 + 2q
 constexpr int kColsPerThread = 4;                              // cols t%128 + 128j, R <= 512
@@ -56,7 +56,8 @@ __global__ void __launch_bounds__(kThreads) mla_split_kernel(SplitArgs a) {
   const int64_t n_ctx = int64_t(a.m.tok_pos[i]) + 1;
   for (int x = tid; x < H * E; x += kThreads) {
     const int h = x / E, k = x % E;
-    q_s[x] = a.scale * (k < R ? a.q_hat[i * a.qhs + int64_t(h) * R + k] : a.q_pe[i * a.qps + h * a.qph + k - R]);
+    q_s[x] =
+        a.scale * (k < R ? a.q_hat[i * a.qhs + int64_t(h) * R + k] : a.q_pe[i * a.qps + h * a.qph + k - R]);
   }
   for (int h = tid; h < H; h += kThreads) m_s[h] = -FLT_MAX, l_s[h] = 0.0f;
   float acc[kHeadsPerThread][kColsPerThread];
@@ -210,8 +211,8 @@ bool launch_mla_attention_split(const MlaLaunch& m, int64_t H, const float* q_ha
   // Two CTAs' worth of work per SM in all; S = 1 once the tokens alone fill the GPU.
   const int64_t want = (2 * int64_t(sm_count()) + m.T - 1) / m.T;
   const int S = int(want < 1 ? 1 : (want > 128 ? 128 : want));
-  SplitArgs a{m, int(H), S, q_hat, q_hat_stride, q_pe, q_pe_stride, q_pe_head_stride, scale, ctx, ctx_stride,
-              nullptr};
+  SplitArgs a{m,           int(H),           S,     q_hat, q_hat_stride, q_pe,
+              q_pe_stride, q_pe_head_stride, scale, ctx,   ctx_stride,   nullptr};
   if (S > 1)
     check(cudaMallocAsync(reinterpret_cast<void**>(&a.part), size_t(m.T * S * H * (2 + m.R)) * sizeof(float),
                           cudaStreamPerThread),
