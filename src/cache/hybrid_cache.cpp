@@ -311,17 +311,20 @@ std::optional<Admission> HybridCache::admit(std::span<const int32_t> prompt) {
     m.tree.at(hit_node).ckpt_access = m.tick;
     m.queue_ckpt(hit_node);
   }
-  CacheStats& st = m.stats;
+  count_admission(m.stats, s.prompt_tokens, hit);
+  return adm;
+}
+
+void count_admission(CacheStats& st, int64_t prompt_tokens, const CacheHit& hit) {
   ++st.n_admissions;
-  st.prompt_tokens += s.prompt_tokens;
+  st.prompt_tokens += prompt_tokens;
   st.hit_tokens += hit.n_hit_tokens;
   st.kv_reachable_tokens += hit.n_kv_tokens;
   st.lost_tokens += hit.n_lost_tokens;
-  st.miss_tokens += s.prompt_tokens - hit.n_hit_tokens;
+  st.miss_tokens += prompt_tokens - hit.n_hit_tokens;
   st.loaded_bytes += hit.bytes_to_load;
   st.tiers[0].hit_tokens += hit.n_hit_device_tokens;
   st.tiers[1].hit_tokens += hit.n_hit_host_tokens;
-  return adm;
 }
 
 bool HybridCache::reserve(SeqId seq, int64_t n_tokens_total) {

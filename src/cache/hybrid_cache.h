@@ -38,6 +38,10 @@ struct CacheHit {
   double load_s = 0;                // bytes_to_load / tier-1 read bandwidth (executor may charge it)
 };
 
+// Adds one admission of a prompt of `prompt_tokens` with this hit to `stats` (hits, misses, loaded
+// bytes, hit tokens per tier); shared by HybridCache and the emulated engine caches.
+void count_admission(CacheStats& stats, int64_t prompt_tokens, const CacheHit& hit);
+
 // A successful admission: the sequence handle and the hit it was admitted with (the tree may have
 // changed since an earlier match(), so use THIS hit: n_computed_tokens starts at hit.n_hit_tokens).
 struct Admission {

@@ -301,16 +301,7 @@ std::optional<Admission> VllmCache::admit(std::span<const int32_t> prompt) {
                           s.held.empty() ? -1 : s.held.back()});
     ++stats_.checkpoints_used;
   }
-  CacheStats& st = stats_;
-  ++st.n_admissions;
-  st.prompt_tokens += s.prompt_tokens;
-  st.hit_tokens += hit.n_hit_tokens;
-  st.kv_reachable_tokens += hit.n_kv_tokens;
-  st.lost_tokens += hit.n_lost_tokens;
-  st.miss_tokens += s.prompt_tokens - hit.n_hit_tokens;
-  st.loaded_bytes += hit.bytes_to_load;
-  st.tiers[0].hit_tokens += hit.n_hit_device_tokens;
-  st.tiers[1].hit_tokens += hit.n_hit_host_tokens;
+  count_admission(stats_, s.prompt_tokens, hit);
   return adm;
 }
 
