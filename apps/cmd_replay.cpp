@@ -98,6 +98,8 @@ void apply_preset(ReplayFlags& f, const CLI::App& cmd) {
   if (cmd.count("--seed")) f.setup.seed = user.seed;
   if (cmd.count("--profile")) f.setup.agentx.profile_s = user.agentx.profile_s;
   if (cmd.count("--cache-warmup")) f.setup.agentx.cache_warmup_s = user.agentx.cache_warmup_s;
+  if (cmd.count("--trace-idle-cap")) f.setup.agentx.trace_idle_cap_s = user.agentx.trace_idle_cap_s;
+  if (cmd.count("--system-idle-cap")) f.setup.agentx.system_idle_cap_s = user.agentx.system_idle_cap_s;
   f.setup.sglang_mamba_ratio = user.sglang_mamba_ratio;
   if (cmd.count("--live-output")) f.setup.live_output = user.live_output;
   if (cmd.count("--reserve-full-prompt")) f.setup.reserve_full_prompt = user.reserve_full_prompt;
@@ -199,8 +201,10 @@ void run(ReplayFlags& f, const CLI::App& cmd) {
   PreparedSweep sweep = prepare_sweep(f.setup);
   if (!f.json) {
     const std::string window =
-        f.setup.harness == "agentx"  ? fmt::format("agentx: {} s cache warm-up, {} s profiling",
-                                                   f.setup.agentx.cache_warmup_s, f.setup.agentx.profile_s)
+        f.setup.harness == "agentx"
+            ? fmt::format("agentx: {} s cache warm-up, {} s profiling, trace idle gaps <= {} s",
+                          f.setup.agentx.cache_warmup_s, f.setup.agentx.profile_s,
+                          f.setup.agentx.trace_idle_cap_s)
         : f.setup.harness == "bench" ? std::string("bench: each request once")
                                      : fmt::format("{} virtual s per run", f.setup.duration_s);
     fmt::print(
@@ -314,8 +318,9 @@ void register_replay(CLI::App& app) {
   cmd->add_option("--system-idle-cap", flags->setup.agentx.system_idle_cap_s,
                   "agentx: when nothing is in flight, the next request is due within this many s")
       ->capture_default_str();
-  cmd->add_option("--trajectory-idle-cap", flags->setup.agentx.trajectory_idle_cap_s,
-                  "agentx: cap on each delay of a lane, s (0 = off)")
+  cmd->add_option("--trace-idle-cap", flags->setup.agentx.trace_idle_cap_s,
+                  "agentx: each gap between a trace's request starts is compressed to at most this many s "
+                  "(AIPerf --trace-idle-gap-cap-seconds; 0 = off)")
       ->capture_default_str();
   cmd->add_option(
       "--preset", flags->preset,

@@ -6,6 +6,69 @@
 #include "core/check.h"
 
 namespace ds {
+namespace {
+
+// The shift of every request start of a session when each gap between consecutive starts (root and
+// branch requests together, recorded arrival_s) is shortened to at most cap_s: shift[i] for root
+// turn i, branch_shift[b][j] for turn j of branch b. cap_s <= 0: no shift.
+struct StartShifts {
+  std::vector<double> root;
+  std::vector<std::vector<double>> branch;
+};
+
+StartShifts start_shifts(const TraceSession& s, double cap_s) {
+  StartShifts sh;
+  sh.root.assign(s.turns.size(), 0.0);
+  sh.branch.resize(s.branches.size());
+  for (size_t b = 0; b < s.branches.size(); ++b) sh.branch[b].assign(s.branches[b].turns.size(), 0.0);
+  if (cap_s <= 0) return sh;
+  struct Start {
+    double t;
+    int branch;  // -1: root
+    size_t turn;
+  };
+  std::vector<Start> starts;
+  for (size_t i = 0; i < s.turns.size(); ++i) starts.push_back({s.turns[i].arrival_s, -1, i});
+  for (size_t b = 0; b < s.branches.size(); ++b)
+    for (size_t j = 0; j < s.branches[b].turns.size(); ++j)
+      starts.push_back({s.branches[b].turns[j].arrival_s, int(b), j});
+  std::stable_sort(starts.begin(), starts.end(), [](const Start& a, const Start& b) { return a.t < b.t; });
+  double shift = 0;
+  for (size_t k = 0; k < starts.size(); ++k) {
+    if (k > 0) shift += std::max(0.0, starts[k].t - starts[k - 1].t - cap_s);
+    (starts[k].branch < 0 ? sh.root[starts[k].turn] : sh.branch[size_t(starts[k].branch)][starts[k].turn]) =
+        shift;
+  }
+  return sh;
+}
+
+}  // namespace
+
+// Each end-to-start delay shrinks by how much closer compression brings its request's start to the
+// start of the request it waits for (never below zero).
+AgentxHarness::Delays AgentxHarness::compress_idle_gaps(const TraceSession& s, double cap_s) {
+  const StartShifts sh = start_shifts(s, cap_s);
+  Delays d;
+  d.root.resize(s.turns.size());
+  for (size_t i = 0; i < s.turns.size(); ++i)
+    d.root[i] = i == 0 ? 0.0 : std::max(0.0, s.turns[i].think_time_s - (sh.root[i] - sh.root[i - 1]));
+  d.branch_offset.resize(s.branches.size());
+  d.branch.resize(s.branches.size());
+  for (size_t b = 0; b < s.branches.size(); ++b) {
+    const TraceBranch& br = s.branches[b];
+    std::vector<double>& out = d.branch[b];
+    out.resize(br.turns.size());
+    const double spawn_shift =
+        size_t(br.spawn_after) < sh.root.size() ? sh.root[size_t(br.spawn_after)] : 0.0;
+    d.branch_offset[b] = br.turns.empty()
+                             ? br.start_offset_s
+                             : std::max(0.0, br.start_offset_s - (sh.branch[b][0] - spawn_shift));
+    for (size_t j = 0; j < br.turns.size(); ++j)
+      out[j] =
+          j == 0 ? 0.0 : std::max(0.0, br.turns[j].think_time_s - (sh.branch[b][j] - sh.branch[b][j - 1]));
+  }
+  return d;
+}
 
 const char* to_string(AgentxPhase phase) {
   switch (phase) {
@@ -29,16 +92,18 @@ AgentxHarness::AgentxHarness(const Trace& trace, int concurrency, uint64_t seed,
     : trace_(trace), opt_(opt), rng_(seed) {
   DS_CHECK(trace.closed_loop, "agentx harness: trace '{}' is open loop (needs sessions)", trace.source);
   DS_CHECK(concurrency >= 1, "agentx harness: concurrency must be >= 1, got {}", concurrency);
-  DS_CHECK(opt.cache_warmup_s >= 0 && opt.profile_s > 0 && opt.system_idle_cap_s >= 0 &&
-               opt.trajectory_idle_cap_s >= 0,
-           "agentx harness: bad durations (cache warm-up {} s, profile {} s, idle caps {} / {} s)",
-           opt.cache_warmup_s, opt.profile_s, opt.system_idle_cap_s, opt.trajectory_idle_cap_s);
+  DS_CHECK(
+      opt.cache_warmup_s >= 0 && opt.profile_s > 0 && opt.system_idle_cap_s >= 0 && opt.trace_idle_cap_s >= 0,
+      "agentx harness: bad durations (cache warm-up {} s, profile {} s, idle caps {} / {} s)",
+      opt.cache_warmup_s, opt.profile_s, opt.system_idle_cap_s, opt.trace_idle_cap_s);
   DS_CHECK(opt.start_frac_lo >= 0 && opt.start_frac_lo <= opt.start_frac_hi && opt.start_frac_hi <= 1,
            "agentx harness: trajectory start ratios must satisfy 0 <= lo <= hi <= 1, got {} / {}",
            opt.start_frac_lo, opt.start_frac_hi);
   for (size_t s = 0; s < trace.sessions.size(); ++s)
     if (!trace.sessions[s].turns.empty()) order_sessions_.push_back(int(s));
   DS_CHECK(!order_sessions_.empty(), "agentx harness: trace '{}' has no turns", trace.source);
+  delays_.reserve(trace.sessions.size());
+  for (const TraceSession& s : trace.sessions) delays_.push_back(compress_idle_gaps(s, opt.trace_idle_cap_s));
   std::shuffle(order_sessions_.begin(), order_sessions_.end(), rng_);
   lanes_.resize(size_t(concurrency));
   for (int l = 0; l < concurrency; ++l) start_play(l, 0.0, true);
@@ -69,7 +134,6 @@ void AgentxHarness::start_play(int l, double now_s, bool from_start_point) {
 
 void AgentxHarness::push(int l, int branch, size_t turn, double base_s, double delay_s) {
   if (phase_ == AgentxPhase::Cooldown || phase_ == AgentxPhase::Done) return;  // nothing new starts
-  if (opt_.trajectory_idle_cap_s > 0) delay_s = std::min(delay_s, opt_.trajectory_idle_cap_s);
   Pending p{base_s, delay_s, order_++, l, branch, turn};
   ++lanes_[size_t(l)].pending;
   if ((phase_ == AgentxPhase::SnapshotWarmup && !initializing_) || phase_ == AgentxPhase::Drain) {
@@ -87,7 +151,7 @@ void AgentxHarness::try_root(int l, double now_s) {
   const TraceSession& s = session_of(lane);
   for (size_t b = 0; b < s.branches.size(); ++b)
     if (size_t(s.branches[b].join_before) == lane.next_root && !lane.branches[b].done) return;
-  push(l, -1, lane.next_root, now_s, s.turns[lane.next_root].think_time_s);
+  push(l, -1, lane.next_root, now_s, delays_[size_t(lane.session)].root[lane.next_root]);
   lane.root_queued = true;
 }
 
@@ -205,7 +269,7 @@ void AgentxHarness::done(const AgentxRequest& r, double now_s) {
       for (size_t b = 0; b < s.branches.size(); ++b)
         if (size_t(s.branches[b].spawn_after) == r.turn && !lane.branches[b].done) {
           lane.branches[b].spawned = true;
-          push(r.lane, int(b), 0, now_s, s.branches[b].start_offset_s);
+          push(r.lane, int(b), 0, now_s, delays_[size_t(r.session)].branch_offset[b]);
         }
       lane.next_root = r.turn + 1;
       if (lane.next_root >= s.turns.size())
@@ -217,7 +281,8 @@ void AgentxHarness::done(const AgentxRequest& r, double now_s) {
       const TraceBranch& tb = s.branches[size_t(r.branch)];
       b.in_flight = false;
       if (r.turn + 1 < tb.turns.size()) {
-        push(r.lane, r.branch, r.turn + 1, now_s, tb.turns[r.turn + 1].think_time_s);
+        push(r.lane, r.branch, r.turn + 1, now_s,
+             delays_[size_t(r.session)].branch[size_t(r.branch)][r.turn + 1]);
       } else {
         b.done = true;
         try_root(r.lane, now_s);

@@ -12,10 +12,15 @@
 //  - cache warm-up (cache_warmup_s > 0, InferenceX day-0: --agentic-cache-warmup-duration 600):
 //    after the snapshot warm-up drains, the same trajectories continue with no idle delays and
 //    one-token outputs for cache_warmup_s, then the in-flight requests drain;
-//  - profiling: from the resulting state, recorded end-to-start delays (think times) are kept with
-//    no per-turn cap; when nothing is in flight, all pending timers shift together so that the next
-//    request is due within system_idle_cap_s (10 s, scenario-locked); optionally each lane's delays
-//    are capped at trajectory_idle_cap_s (InferenceX later adds 300 s; 0 = off);
+//  - trace idle-gap compression (AIPerf --trace-idle-gap-cap-seconds, locked to 10 s by the scenario
+//    that InferenceX's day-0 recipe ran; InferenceX later passes 300): on each trace's recorded
+//    request-start timeline (root and sub-agent requests together), a gap between consecutive starts
+//    longer than trace_idle_cap_s is shortened to it, shifting everything after it earlier; each
+//    end-to-start delay (think time, branch offset) shrinks by the shift between its request and the
+//    one it waits for;
+//  - profiling: from the resulting state, the compressed delays are kept; when nothing is in flight,
+//    all pending timers shift together so that the next request is due within system_idle_cap_s
+//    (10 s, AIPerf's global idle guard);
 //  - after profile_s no new request starts; those in flight finish and are measured (cool-down).
 // Every request before profiling is a warm-up request (not measured). Deterministic for a seed.
 #pragma once
@@ -32,12 +37,12 @@
 namespace ds {
 
 struct AgentxOptions {
-  double cache_warmup_s = 600;       // InferenceX day-0 K3 recipe (--agentic-cache-warmup-duration 600)
-  double profile_s = 3600;           // InferenceX agentic default duration (AIPerf's own default: 1800)
-  double system_idle_cap_s = 10;     // AIPerf --system-idle-gap-cap-seconds, locked by the scenario
-  double trajectory_idle_cap_s = 0;  // per-lane cap on a delay; 0 = off (day-0); InferenceX later: 300
-  double start_frac_lo = 0.25;       // InferenceX --trajectory-start-min-ratio
-  double start_frac_hi = 0.75;       // InferenceX --trajectory-start-max-ratio
+  double cache_warmup_s = 600;    // InferenceX day-0 K3 recipe (--agentic-cache-warmup-duration 600)
+  double profile_s = 3600;        // InferenceX agentic default duration (AIPerf's own default: 1800)
+  double system_idle_cap_s = 10;  // AIPerf --system-idle-gap-cap-seconds (global idle guard)
+  double trace_idle_cap_s = 10;   // AIPerf --trace-idle-gap-cap-seconds (scenario lock); 0 = off
+  double start_frac_lo = 0.25;    // InferenceX --trajectory-start-min-ratio
+  double start_frac_hi = 0.75;    // InferenceX --trajectory-start-max-ratio
 };
 
 enum class AgentxPhase : uint8_t { SnapshotWarmup, CacheWarmup, Drain, Profiling, Cooldown, Done };
@@ -85,6 +90,11 @@ class AgentxHarness {
     std::vector<Branch> branches;
     int pending = 0;  // queued (not yet sent) requests of this lane
   };
+  struct Delays {              // one session's end-to-start delays after trace idle-gap compression, s
+    std::vector<double> root;  // [root turns]; root[0] unused
+    std::vector<double> branch_offset;        // [branches]: first turn after the spawning root turn
+    std::vector<std::vector<double>> branch;  // [branches][turns]; [b][0] unused
+  };
   struct Pending {
     double t_s;
     double delay_s;  // recorded delay after `base`, kept for phase rebasing
@@ -94,6 +104,7 @@ class AgentxHarness {
     bool operator>(const Pending& o) const { return t_s != o.t_s ? t_s > o.t_s : order > o.order; }
   };
 
+  static Delays compress_idle_gaps(const TraceSession& s, double cap_s);
   void start_play(int lane, double now_s, bool from_start_point);
   void push(int lane, int branch, size_t turn, double base_s, double delay_s);
   void try_root(int lane, double now_s);
@@ -104,6 +115,7 @@ class AgentxHarness {
 
   const Trace& trace_;
   AgentxOptions opt_;
+  std::vector<Delays> delays_;  // [sessions]
   std::mt19937_64 rng_;
   std::vector<int> order_sessions_;
   size_t cursor_ = 0;

@@ -15,7 +15,8 @@ namespace {
 // cpu_bytes_to_use_per_rank = TOTAL_CPU_DRAM_GB (1889, dram-utilization 0.63 on cluster:b300-nv)
 // x 1e9 / TP. Harness: AIPerf inferencex-agentx-mvp as build_replay_cmd ran it then (trajectory
 // start 0.25-0.75, --agentic-cache-warmup-duration 600, benchmark duration 3600 s = InferenceX's
-// agentic default, 10 s system idle cap).
+// agentic default, trace idle gaps compressed to 10 s and the 10 s system idle cap, both locked by
+// the scenario).
 ReplayPreset k3_b300_agentx() {
   ReplayPreset p;
   p.name = "k3-b300-agentx";

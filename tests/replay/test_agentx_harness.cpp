@@ -1,6 +1,7 @@
 // AgentxHarness schedules on hand-built sessions, driven by a fake server where every request takes
 // a fixed service time: branch spawn / join, concurrency counted in session trees, recycling with a
-// fresh salt, the idle-gap cap, cache warm-up (one-token, no delays), drain, profiling, cool-down.
+// fresh salt, trace idle-gap compression and the system idle cap, cache warm-up (one-token, no delays),
+// drain, profiling, cool-down.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -134,7 +135,9 @@ TEST(AgentxHarness, IdleGapIsCappedWhenNothingIsInFlight) {
   TraceSession s;
   for (int i = 0; i < 5; ++i) s.turns.push_back(turn(100));
   tr.sessions.push_back(s);
-  AgentxHarness h(tr, 1, 1, from_start(1000));
+  AgentxOptions o = from_start(1000);
+  o.trace_idle_cap_s = 0;  // only the system idle cap acts
+  AgentxHarness h(tr, 1, 1, o);
   const auto log = drive(h, 1.0);
   ASSERT_GE(log.size(), 3u);
   // After the warm-up (0-1 s) the next turn, 100 s later in the trace, goes after the 10 s cap.
@@ -144,18 +147,50 @@ TEST(AgentxHarness, IdleGapIsCappedWhenNothingIsInFlight) {
   EXPECT_NEAR(h.idle_skipped_s(), 90.0 * double(h.n_idle_shifts()), 1e-9);
 }
 
-TEST(AgentxHarness, TrajectoryIdleCapShortensEachDelay) {
+// Root starts at 0, 100, 103, 300 (think 100, 3, 197); a background branch spawned after root turn 0
+// starts at 50 and 80. With a 10 s trace idle cap the merged start timeline 0, 50, 80, 100, 103, 300
+// becomes 0, 10, 20, 30, 33, 43: every delay shrinks by the compression between its two starts.
+TEST(AgentxHarness, TraceIdleGapsAreCompressedOnTheMergedStartTimeline) {
   Trace tr;
   tr.source = "test";
   TraceSession s;
-  for (int i = 0; i < 4; ++i) s.turns.push_back(turn(100));
+  const double root_at[] = {0, 100, 103, 300};
+  for (int i = 0; i < 4; ++i) {
+    s.turns.push_back(turn(i == 0 ? 0 : root_at[i] - root_at[i - 1]));
+    s.turns.back().arrival_s = root_at[i];
+  }
+  TraceBranch b;
+  b.spawn_after = 0;
+  b.join_before = -1;
+  b.start_offset_s = 50;
+  b.turns = {turn(0), turn(30)};
+  b.turns[0].arrival_s = 50;
+  b.turns[1].arrival_s = 80;
+  s.branches.push_back(b);
   tr.sessions.push_back(s);
-  tr.sessions.push_back(s);
-  AgentxOptions o = from_start(1000);
-  o.trajectory_idle_cap_s = 3;
-  AgentxHarness h(tr, 2, 1, o);
-  const auto log = drive(h, 1.0);
-  for (size_t i = 2; i < 6 && i < log.size(); ++i) EXPECT_LE(log[i].send_s - log[i - 2].done_s, 3.0 + 1e-9);
+  AgentxHarness h(tr, 1, 1, from_start(1000));
+  const auto log = drive(h, 0.0);
+  auto sent_at = [&](int branch, size_t t) {
+    for (const Sent& x : log)
+      if (x.r.branch == branch && x.r.turn == t && x.r.salt == log[0].r.salt) return x.send_s;
+    return -1.0;
+  };
+  EXPECT_DOUBLE_EQ(sent_at(-1, 0), 0.0);
+  EXPECT_DOUBLE_EQ(sent_at(0, 0), 10.0);
+  EXPECT_DOUBLE_EQ(sent_at(0, 1), 20.0);
+  EXPECT_DOUBLE_EQ(sent_at(-1, 1), 30.0);
+  EXPECT_DOUBLE_EQ(sent_at(-1, 2), 33.0);
+  EXPECT_DOUBLE_EQ(sent_at(-1, 3), 43.0);
+  // Off: the recorded delays (the system idle cap alone still bounds a fully idle gap).
+  AgentxOptions off = from_start(1000);
+  off.trace_idle_cap_s = 0;
+  off.system_idle_cap_s = 1000;
+  AgentxHarness raw(tr, 1, 1, off);
+  const auto raw_log = drive(raw, 0.0);
+  double r1 = -1;
+  for (const Sent& x : raw_log)
+    if (x.r.branch < 0 && x.r.turn == 1 && x.r.salt == raw_log[0].r.salt) r1 = x.send_s;
+  EXPECT_DOUBLE_EQ(r1, 100.0);
 }
 
 TEST(AgentxHarness, CacheWarmupSendsOneTokenTurnsWithoutDelaysThenDrains) {
