@@ -151,24 +151,56 @@ uint64_t VllmCache::state_key(uint64_t block_key, int group) const {
 
 // ---- lookup ----------------------------------------------------------------------------------
 
+namespace {
+constexpr size_t kMemoEntries = 8;
+}  // namespace
+
+VllmCache::KeyMemo& VllmCache::memo_for(std::span<const int32_t> prompt) const {
+  ++memo_clock_;
+  for (KeyMemo& m : memo_)
+    if (m.tokens.size() == prompt.size() && std::equal(prompt.begin(), prompt.end(), m.tokens.begin())) {
+      m.last_use = memo_clock_;
+      return m;
+    }
+  KeyMemo* slot = nullptr;
+  if (memo_.size() < kMemoEntries) {
+    slot = &memo_.emplace_back();
+  } else {
+    slot = &*std::min_element(memo_.begin(), memo_.end(),
+                              [](const KeyMemo& a, const KeyMemo& b) { return a.last_use < b.last_use; });
+  }
+  slot->tokens.assign(prompt.begin(), prompt.end());
+  slot->keys.clear();
+  slot->last_use = memo_clock_;
+  return *slot;
+}
+
+// Keys are chained from the start, so they are computed lazily, only as far as the scans below read
+// them: a prompt that misses early costs a few page hashes, not the whole prompt (a blocked
+// 600k-token request is looked up again every step).
 void VllmCache::walk(std::span<const int32_t> prompt, Walk& w) const {
   const int64_t B = cfg_.page_tokens, G = cfg_.vllm.kda_groups;
   const int64_t nb = prompt.empty() ? 0 : int64_t(prompt.size() - 1) / B;
-  w.keys.resize(size_t(nb));
-  uint64_t k = kRootPageKey;
-  for (int64_t i = 0; i < nb; ++i) {
-    k = chain_key(k, hash_page(prompt.subspan(size_t(i * B), size_t(B))));
-    w.keys[size_t(i)] = k;
-  }
+  KeyMemo& memo = memo_for(prompt);
+  w.keys = memo.keys;
+  w.keys.reserve(size_t(nb));
+  auto key = [&](int64_t i) {  // key of block i < nb, extending the chain as needed
+    while (int64_t(w.keys.size()) <= i) {
+      const int64_t j = int64_t(w.keys.size());
+      const uint64_t prev = j == 0 ? kRootPageKey : w.keys.back();
+      w.keys.push_back(chain_key(prev, hash_page(prompt.subspan(size_t(j * B), size_t(B)))));
+    }
+    return w.keys[size_t(i)];
+  };
   auto states_on = [&](int64_t j, bool host_ok) {  // a state after block j - 1 in every group
     for (int g = 0; g < G; ++g) {
-      const uint64_t sk = state_key(w.keys[size_t(j - 1)], g);
+      const uint64_t sk = state_key(key(j - 1), g);
       if (!device_has(sk) && !(host_ok && host_has(sk))) return false;
     }
     return true;
   };
   w.attn_blocks = 0;
-  while (w.attn_blocks < nb && device_has(w.keys[size_t(w.attn_blocks)])) ++w.attn_blocks;
+  while (w.attn_blocks < nb && device_has(key(w.attn_blocks))) ++w.attn_blocks;
   w.hit_blocks = 0;
   for (int64_t j = w.attn_blocks; j >= 1; --j)
     if (states_on(j, false)) {
@@ -178,13 +210,14 @@ void VllmCache::walk(std::span<const int32_t> prompt, Walk& w) const {
   w.host_hit_blocks = w.hit_blocks;
   if (cfg_.vllm.host_blocks > 0) {
     int64_t reach = w.attn_blocks;
-    while (reach < nb && (device_has(w.keys[size_t(reach)]) || host_has(w.keys[size_t(reach)]))) ++reach;
+    while (reach < nb && (device_has(key(reach)) || host_has(key(reach)))) ++reach;
     for (int64_t j = reach; j > w.hit_blocks; --j)
       if (states_on(j, true)) {
         w.host_hit_blocks = j;
         break;
       }
   }
+  if (w.keys.size() > memo.keys.size()) memo.keys = w.keys;
 }
 
 CacheHit VllmCache::hit_of(const Walk& w) const {

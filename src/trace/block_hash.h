@@ -33,9 +33,12 @@ constexpr uint64_t unique_tail_block_id(uint64_t ns, uint64_t ordinal) {
 }
 
 // Token id of position `pos` (0-based, < block_tokens) inside the block with id `block_id`.
+// `block_base` = splitmix64(block_id), hoisted out of a loop over the block's positions.
+constexpr int32_t block_token_id_at(uint64_t block_base, int64_t pos) {
+  return static_cast<int32_t>(splitmix64(block_base + static_cast<uint64_t>(pos)) >> 33);  // [0, 2^31)
+}
 constexpr int32_t block_token_id(uint64_t block_id, int64_t pos) {
-  uint64_t h = splitmix64(splitmix64(block_id) + static_cast<uint64_t>(pos));
-  return static_cast<int32_t>(h >> 33);  // [0, 2^31)
+  return block_token_id_at(splitmix64(block_id), pos);
 }
 
 }  // namespace ds

@@ -1,5 +1,6 @@
 #include "trace/trace.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 
@@ -68,9 +69,11 @@ std::vector<int32_t> turn_tokens(const TraceTurn& turn, int block_tokens) {
            "turn_tokens: {} hash ids cover fewer than n_input_tokens = {} tokens at {} tokens per block",
            turn.hash_ids.size(), n, block_tokens);
   std::vector<int32_t> tokens(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i)
-    tokens[static_cast<size_t>(i)] =
-        block_token_id(turn.hash_ids[static_cast<size_t>(i / block_tokens)], i % block_tokens);
+  for (int64_t b = 0; b < need; ++b) {
+    const uint64_t base = splitmix64(turn.hash_ids[static_cast<size_t>(b)]);
+    const int64_t begin = b * block_tokens, end = std::min(n, begin + block_tokens);
+    for (int64_t i = begin; i < end; ++i) tokens[static_cast<size_t>(i)] = block_token_id_at(base, i - begin);
+  }
   return tokens;
 }
 

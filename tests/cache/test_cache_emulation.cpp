@@ -57,6 +57,21 @@ TEST(VllmCache, HitIsTheIntersectionAtTheLatestReplayBoundary) {
   cache.check_invariants();
 }
 
+// The key chains of looked-up prompts are memoised; a buffer rewritten in place (same address, same
+// length) must be looked up by its new contents.
+TEST(VllmCache, LookupFollowsAPromptBufferRewrittenInPlace) {
+  HybridCache cache(vllm_config(64));
+  const auto a = iota_tokens(100, 18);
+  run_request(cache, a);
+  std::vector<int32_t> buf = a;
+  EXPECT_EQ(cache.match(buf).n_hit_tokens, 16);
+  buf[5] = 7777;  // block 1 differs: only block 0 matches, and it has no state
+  EXPECT_EQ(cache.match(buf).n_hit_tokens, 0);
+  EXPECT_EQ(cache.match(buf).n_kv_tokens, 4);
+  buf = a;
+  EXPECT_EQ(cache.match(buf).n_hit_tokens, 16);
+}
+
 TEST(VllmCache, SharedPrefixJunctionGetsAState) {
   HybridCache cache(vllm_config(64));
   const auto a = iota_tokens(100, 18);
