@@ -170,12 +170,19 @@ def run_env_sweep(ours, title, env, values, label, cases, reps, results, key, fl
         torch.cuda.empty_cache()
 
 
-def run_prefill(ours, chunk_kda, cases, copy_bw, mm_rate, reps, results, flush, with_fla=True):
+def run_prefill(ours, chunk_kda, cases, copy_bw, mm_rate, reps, results, flush, with_fla=True, base=None,
+                fla_at=None):
+    """fla_at: if given, the set of (H, T) at which fla runs (each new shape costs its autotuning);
+    base: a second deltaserve library timed on the same inputs (its time and ours / base)."""
     print('\n== prefill: deltaserve kda_prefill vs fla chunk_kda (bf16, B=1 packed) ==')
     hdr = f"{'gate':9} {'H':>3} {'T':>6} {'seqs':>4} {'fla ms':>8} {'ours ms':>8} {'ratio':>6} " \
           f"{'HBM floor ms':>12} {'% HBM':>6} {'TC floor ms':>11} {'% TC':>5} {'rel o':>8} {'rel S':>8}"
+    if base is not None:
+        hdr += f" {'base ms':>8} {'base/ours':>9} {'rel o base':>10}"
     print(hdr)
+    all_fla = with_fla
     for gate, H, lens in cases:
+        with_fla = all_fla and (fla_at is None or (H, sum(lens)) in fla_at)
         lb = -5.0 if gate == 'safe' else None
         gen = torch.Generator(device='cuda').manual_seed(1234 + H)
         T = sum(lens)
@@ -199,15 +206,26 @@ def run_prefill(ours, chunk_kda, cases, copy_bw, mm_rate, reps, results, flush, 
             t_fla = median_ms(lambda: fla_prefill(chunk_kda, q, k, v, g, b, a_log, dt_bias, lb, fcu), reps,
                               flush=flush)[0] if with_fla else float('nan')
             t_ours, _ = median_ms(lambda: ours.prefill(*args), reps, flush=flush)
+            t_base, err_base = float('nan'), float('nan')
+            if base is not None:
+                o_new = o.clone()
+                base.prefill(*args)
+                torch.cuda.synchronize()
+                err_base = rel(o_new, o)
+                t_base, _ = median_ms(lambda: base.prefill(*args), reps, flush=flush)
         hbm_floor = T * H * HBM_BYTES_PER_TOKEN_HEAD / copy_bw * 1e3
         tc_floor = sum(math.ceil(n / 16) for n in lens) * H * FLOPS_PER_CHUNK_HEAD / mm_rate * 1e3
         row = dict(gate=gate, H=H, T=T, seqs=N, fla_ms=t_fla, ours_ms=t_ours, ratio=t_fla / t_ours,
-                   hbm_floor_ms=hbm_floor, tc_floor_ms=tc_floor, rel_o_vs_fla=err_o, rel_state_vs_fla=err_s)
+                   hbm_floor_ms=hbm_floor, tc_floor_ms=tc_floor, rel_o_vs_fla=err_o, rel_state_vs_fla=err_s,
+                   base_ms=t_base, rel_o_vs_base=err_base)
         results['prefill'].append(row)
         dump(results)
-        print(f"{gate:9} {H:>3} {T:>6} {N:>4} {t_fla:8.3f} {t_ours:8.3f} {t_fla / t_ours:6.2f} {hbm_floor:12.3f} "
-              f"{100 * hbm_floor / t_ours:6.1f} {tc_floor:11.3f} {100 * tc_floor / t_ours:5.1f} {err_o:8.1e} "
-              f"{err_s:8.1e}", flush=True)
+        line = f"{gate:9} {H:>3} {T:>6} {N:>4} {t_fla:8.3f} {t_ours:8.3f} {t_fla / t_ours:6.2f} {hbm_floor:12.3f} " \
+               f"{100 * hbm_floor / t_ours:6.1f} {tc_floor:11.3f} {100 * tc_floor / t_ours:5.1f} {err_o:8.1e} " \
+               f"{err_s:8.1e}"
+        if base is not None:
+            line += f" {t_base:8.3f} {t_base / t_ours:9.2f} {err_base:10.1e}"
+        print(line, flush=True)
         del q, k, v, g, b, o, pool, o_ref, s_ref
         torch.cuda.empty_cache()
 
@@ -332,6 +350,8 @@ def main():
     ap.add_argument('--gates', default='safe,softplus')
     ap.add_argument('--ours-only', action='store_true', help='prefill: time deltaserve only')
     ap.add_argument('--shapes', default='grid,varlen', help='prefill shapes: grid (H x T), varlen (16 sequences)')
+    ap.add_argument('--lib-base', default='', help='prefill: also time this deltaserve library (before/after)')
+    ap.add_argument('--fla-at', default='', help='prefill: run fla only at these shapes, H:T,... (T summed for varlen)')
     a = ap.parse_args()
     sys.path.insert(0, a.fla)
     from fla.ops.kda import chunk_kda
@@ -365,7 +385,10 @@ def main():
                 g = torch.Generator().manual_seed(5)
                 lens = torch.randint(256, 3840, (16,), generator=g).tolist()
                 cases.append((gate, 64, lens))
-        run_prefill(ours, chunk_kda, cases, copy_bw, mm, a.reps, results, flush, with_fla=not a.ours_only)
+        base = Ours(load_lib(a.lib_base)) if a.lib_base else None
+        fla_at = {tuple(int(x) for x in s.split(':')) for s in a.fla_at.split(',')} if a.fla_at else None
+        run_prefill(ours, chunk_kda, cases, copy_bw, mm, a.reps, results, flush, with_fla=not a.ours_only,
+                    base=base, fla_at=fla_at)
     if 'decode' in parts:
         batches = [1, 64, 256] if a.quick else [1, 8, 32, 64, 128, 256]
         for gate in a.gates.split(','):

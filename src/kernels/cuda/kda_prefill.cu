@@ -1,7 +1,7 @@
 // KDA chunked prefill on sm_90 (K = V = 128, chunks of 16 tokens), in two kernels:
 //
-// K1 "prep" (kda_prefill_prep.cu), token-parallel (grid: chunks × heads). Per chunk and head: L2 norm of q
-// and k, the
+// K1 "prep" (kda_prefill_prep.cu), token-parallel (grid: groups of up to 4 chunks × heads, the next
+//   chunk's loads in flight while one is computed). Per chunk and head: L2 norm of q and k, the
 //   decay gate and its cumulative sum G (log2 units), β = sigmoid(b), and a record in a workspace:
 //     K̂ = k ⊙ 2^G, Q̂ = scale · q ⊙ 2^G, K̃ = k ⊙ 2^(G_last − G)   (bf16 16×128 each)
 //     A = (I + L)⁻¹ Diag(β) with L[r,i] = β_r Σ_j k_r k_i 2^(G_r − G_i), i < r (bf16 16×16)
@@ -249,8 +249,11 @@ __global__ void __launch_bounds__(kWarps * 32) kda_recurrence_kernel(K2Params p)
   store_state(p.pool + int64_t(meta[kFinalSlot]) * p.slot_stride + head_off, St, vr0);
 }
 
-// K2 warps per CTA: env DS_KDA_K2_WARPS (2, 4 or 8), else 4 (measured on an H200 over H = 32..96:
-// 2 and 4 within 2 %, 8 up to 35 % slower where it leaves SMs idle; docs/perf.md).
+// K2 warps per CTA: env DS_KDA_K2_WARPS (2, 4 or 8), else 8 when the pieces × heads fill two CTAs
+// per multiprocessor and 4 below. Every CTA reads each chunk's whole record, so narrower CTAs
+// re-read it: with 2 warps (4 CTAs per head) the recurrence moved 3.8 TB/s from DRAM at H = 96 and
+// held back the overlapped prep. On an H200, 4 warps were up to 12 % faster than 2 at H = 64 / 96 and
+// within 3 % at H = 32 (docs/perf.md).
 int k2_warps(int64_t n_seq_heads) {
   if (const char* e = std::getenv("DS_KDA_K2_WARPS")) {
     const int w = std::atoi(e);
@@ -262,9 +265,7 @@ int k2_warps(int64_t n_seq_heads) {
     cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev);
     return n > 0 ? n : 132;
   }();
-  for (int w : {8, 4})
-    if (n_seq_heads * (8 / w) >= 2 * sms) return w;
-  return 2;
+  return n_seq_heads >= 2 * sms ? 8 : 4;
 }
 
 template <class T, int kWarps>

@@ -6,6 +6,9 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <cstdlib>
+
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/kda_prefill_record.cuh"
 #include "kernels/cuda/mma.cuh"
@@ -28,7 +31,7 @@ struct K1Params {
   const int2* chunk_rows;  // [n_chunks] {first row, valid rows}
   uint8_t* records;        // [H][n_chunks][kRecordBytes]
   int64_t n_chunks;
-  int64_t chunk0;  // this launch's chunks: chunk0 + blockIdx.x
+  int64_t chunk0;  // this launch's first chunk
 };
 
 constexpr int kGLd = 132;  // f32 row stride of the cumulative gate tile
@@ -36,23 +39,42 @@ constexpr int kGLd = 132;  // f32 row stride of the cumulative gate tile
 template <class T>
 struct K1Smem {
   T q[kC][kD], k[kC][kD];                      // raw rows (zero past the chunk's end)
-  float g[kC][kGLd];                           // gate pre-activation, then the cumulative gate G (log2 units)
+  alignas(16) float g[kC][kGLd];               // gate pre-activation, then the cumulative gate G (log2 units)
   alignas(16) __nv_bfloat16 tile[4][kC * kD];  // mma operands of the pair sums (swizzled)
   float L[kC][kC + 1], M[kC][kC + 1];
   float beta[kC], inv_q[kC], inv_k[kC], qk[kC];
+  alignas(16) float e_mid[kD], e_last_mid[kD];  // fast path, per channel: 2^G_mid, 2^(G_last − G_mid)
 };
 
-// Rows [row0, row0 + len) of head h of a [T, H*128] tensor -> dst [16][128]; rows >= len are 0.
+// The global loads of one chunk, held in registers from their issue until they are stored to
+// shared memory: q, k and the gate pre-activation rows as 16-byte vectors (thread x takes vectors
+// x, x + 128, ...; rows past the chunk's end are zero) and, in threads j < 16, the β logit of row j.
 template <class T>
-__device__ void load_rows(const void* src_v, int64_t stride, int64_t row0, int len, int h, T (*dst)[kD]) {
-  constexpr int kPer = 16 / sizeof(T), kVecPerRow = kD / kPer;
-  const T* src = static_cast<const T*>(src_v);
-  for (int idx = threadIdx.x; idx < kC * kVecPerRow; idx += blockDim.x) {
-    const int r = idx / kVecPerRow, c = (idx % kVecPerRow) * kPer;
-    uint4 u = make_uint4(0, 0, 0, 0);
-    if (r < len) u = *reinterpret_cast<const uint4*>(src + (row0 + r) * stride + int64_t(h) * kD + c);
-    *reinterpret_cast<uint4*>(&dst[r][c]) = u;
+struct ChunkLoads {
+  static constexpr int kPer = 16 / int(sizeof(T)), kVecPerRow = kD / kPer, kVecs = kC * kVecPerRow / 128;
+  uint4 q[kVecs], k[kVecs], f[kVecs];
+  float b;
+};
+
+// Issues every load of rows [row0, row0 + len) of head h (no use of the results here).
+template <class T>
+__device__ __forceinline__ void issue_loads(const K1Params& p, int64_t row0, int len, int h,
+                                            ChunkLoads<T>& L) {
+  using CL = ChunkLoads<T>;
+  const uint4 zero = make_uint4(0, 0, 0, 0);
+#pragma unroll
+  for (int i = 0; i < CL::kVecs; ++i) {
+    const int idx = threadIdx.x + 128 * i, r = idx / CL::kVecPerRow, c = (idx % CL::kVecPerRow) * CL::kPer;
+    L.q[i] = L.k[i] = L.f[i] = zero;
+    if (r < len) {
+      const int64_t col = int64_t(h) * kD + c;
+      L.q[i] = *reinterpret_cast<const uint4*>(static_cast<const T*>(p.q) + (row0 + r) * p.q_stride + col);
+      L.k[i] = *reinterpret_cast<const uint4*>(static_cast<const T*>(p.k) + (row0 + r) * p.k_stride + col);
+      L.f[i] = *reinterpret_cast<const uint4*>(static_cast<const T*>(p.f) + (row0 + r) * p.f_stride + col);
+    }
   }
+  const int j = threadIdx.x;
+  L.b = j < kC && j < len ? to_f32(static_cast<const T*>(p.b)[(row0 + j) * p.b_stride + h]) : 0.0f;
 }
 
 // One warp: C[16][16] (smem, f32) = X · Yᵀ for swizzled [16][128] bf16 tiles X, Y. level 0 writes
@@ -82,157 +104,242 @@ __device__ void warp_xyt(const __nv_bfloat16* X, const __nv_bfloat16* Y, float (
   }
 }
 
+// Stores the loads of one chunk into s.q, s.k (raw), s.g (gate pre-activation, f32) and s.beta.
+template <class T>
+__device__ __forceinline__ void store_loads(const ChunkLoads<T>& L, int len, K1Smem<T>& s) {
+  using CL = ChunkLoads<T>;
+#pragma unroll
+  for (int i = 0; i < CL::kVecs; ++i) {
+    const int idx = threadIdx.x + 128 * i, r = idx / CL::kVecPerRow, c = (idx % CL::kVecPerRow) * CL::kPer;
+    *reinterpret_cast<uint4*>(&s.q[r][c]) = L.q[i];
+    *reinterpret_cast<uint4*>(&s.k[r][c]) = L.k[i];
+    const T* f = reinterpret_cast<const T*>(&L.f[i]);
+    float fv[CL::kPer];
+#pragma unroll
+    for (int e = 0; e < CL::kPer; ++e) fv[e] = to_f32(f[e]);
+#pragma unroll
+    for (int e = 0; e < CL::kPer; e += 4)
+      *reinterpret_cast<float4*>(&s.g[r][c + e]) = make_float4(fv[e], fv[e + 1], fv[e + 2], fv[e + 3]);
+  }
+  const int j = threadIdx.x;
+  if (j < kC) s.beta[j] = j < len ? 1.0f / (1.0f + expf(-L.b)) : 0.0f;
+}
+
+// Eight consecutive channels as bf16, one 16-byte piece of a swizzled tile.
+__device__ __forceinline__ uint4 pack8(const float (&x)[8]) {
+  return make_uint4(pack_bf16(x[0], x[1]), pack_bf16(x[2], x[3]), pack_bf16(x[4], x[5]),
+                    pack_bf16(x[6], x[7]));
+}
+// Eight consecutive f32 (16-byte aligned) from shared memory, in two vector loads.
+__device__ __forceinline__ void ld8(const float* src, float (&x)[8]) {
+  const float4 a = *reinterpret_cast<const float4*>(src), b = *reinterpret_cast<const float4*>(src + 4);
+  x[0] = a.x, x[1] = a.y, x[2] = a.z, x[3] = a.w, x[4] = b.x, x[5] = b.y, x[6] = b.z, x[7] = b.w;
+}
+// Eight consecutive activations (16-byte aligned) from shared memory, times `scale`.
+__device__ __forceinline__ void ld8(const __nv_bfloat16* src, float scale, float (&x)[8]) {
+  const uint4 u = *reinterpret_cast<const uint4*>(src);
+  const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&u);
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    const float2 f = __bfloat1622float2(h[e]);
+    x[2 * e] = f.x * scale, x[2 * e + 1] = f.y * scale;
+  }
+}
+__device__ __forceinline__ void ld8(const float* src, float scale, float (&x)[8]) {
+  ld8(src, x);
+#pragma unroll
+  for (int e = 0; e < 8; ++e) x[e] *= scale;
+}
+
+// Grid: (ceil(count / per_cta), H). CTA x walks chunks chunk0 + x·per_cta .. + per_cta − 1 (those
+// below chunk0 + count); the loads of the next chunk are issued before the current one is
+// computed, so every CTA keeps a chunk's q, k and gate rows in flight while it computes.
 template <class T, bool kSafeGate>
-__global__ void __launch_bounds__(128) kda_prep_kernel(K1Params p) {
+__global__ void __launch_bounds__(128, sizeof(T) == 2 ? 6 : 4)
+    kda_prep_kernel(K1Params p, int64_t count, int per_cta) {
   extern __shared__ __align__(16) uint8_t k1_smem_raw[];
   K1Smem<T>& s = *reinterpret_cast<K1Smem<T>*>(k1_smem_raw);
-  const int64_t chunk = p.chunk0 + blockIdx.x;
   const int h = blockIdx.y, j = threadIdx.x, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int2 cr = p.chunk_rows[chunk];
-  const int64_t row0 = cr.x;
-  const int len = cr.y;
-
-  load_rows<T>(p.q, p.q_stride, row0, len, h, s.q);
-  load_rows<T>(p.k, p.k_stride, row0, len, h, s.k);
-  {
-    const T* f = static_cast<const T*>(p.f);
-#pragma unroll 4
-    for (int r = 0; r < kC; ++r)
-      s.g[r][j] = r < len ? to_f32(f[(row0 + r) * p.f_stride + int64_t(h) * kD + j]) : 0.0f;
-  }
-  if (j < kC) {
-    const float b = j < len ? to_f32(static_cast<const T*>(p.b)[(row0 + j) * p.b_stride + h]) : 0.0f;
-    s.beta[j] = j < len ? 1.0f / (1.0f + expf(-b)) : 0.0f;
-  }
-  __syncthreads();
-
-  // L2 norms and q·k: warp w takes rows 4w .. 4w+3.
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const int r = 4 * warp + i;
-    float sq = 0.0f, sk = 0.0f, sqk = 0.0f;
-#pragma unroll
-    for (int m = 0; m < 4; ++m) {
-      const float qv = to_f32(s.q[r][lane + 32 * m]), kv = to_f32(s.k[r][lane + 32 * m]);
-      sq += qv * qv, sk += kv * kv, sqk += qv * kv;
-    }
-#pragma unroll
-    for (int o = 16; o > 0; o /= 2) {
-      sq += __shfl_xor_sync(0xffffffffu, sq, o);
-      sk += __shfl_xor_sync(0xffffffffu, sk, o);
-      sqk += __shfl_xor_sync(0xffffffffu, sqk, o);
-    }
-    if (lane == 0) {
-      const float iq = rsqrtf(sq + 1e-6f), ik = rsqrtf(sk + 1e-6f);
-      s.inv_q[r] = iq, s.inv_k[r] = ik, s.qk[r] = sqk * iq * ik;
-    }
-  }
-
-  // Gate and inclusive cumulative sum along the chunk, channel j, in log2 units. Padded rows decay 0.
+  const int64_t first = int64_t(blockIdx.x) * per_cta;
+  const int n_mine = int(min(int64_t(per_cta), count - first));
   const float a = expf(p.a_log[h]);
   const float dt = p.dt_bias[int64_t(h) * kD + j];
-  float G = 0.0f;
+
+  int2 cr = p.chunk_rows[p.chunk0 + first];
+  ChunkLoads<T> loads;
+  issue_loads<T>(p, cr.x, cr.y, h, loads);
+#pragma unroll 1
+  for (int it = 0; it < n_mine; ++it) {
+    const int64_t chunk = p.chunk0 + first + it;
+    const int len = cr.y;
+    const int2 next = it + 1 < n_mine ? p.chunk_rows[chunk + 1] : make_int2(0, 0);
+    __syncthreads();  // the previous chunk is done with shared memory
+    store_loads<T>(loads, len, s);
+    __syncthreads();
+    if (it + 1 < n_mine) issue_loads<T>(p, next.x, next.y, h, loads);  // in flight during this chunk
+    cr = next;
+
+    // L2 norms and q·k: warp w takes rows 4w .. 4w+3.
 #pragma unroll
-  for (int r = 0; r < kC; ++r) {
-    float gate = 0.0f;
-    if (r < len) {
-      // Fast intrinsics: their ~2 ulp errors are far below the bf16 rounding of every operand.
-      const float z = s.g[r][j] + dt;
-      if constexpr (kSafeGate) {
-        gate = p.lower_bound * __fdividef(1.0f, 1.0f + __expf(-a * z));
-      } else {
-        gate = -a * (z > 20.0f ? z : __logf(1.0f + __expf(z)));
+    for (int i = 0; i < 4; ++i) {
+      const int r = 4 * warp + i;
+      float sq = 0.0f, sk = 0.0f, sqk = 0.0f;
+#pragma unroll
+      for (int m = 0; m < 4; ++m) {
+        const float qv = to_f32(s.q[r][lane + 32 * m]), kv = to_f32(s.k[r][lane + 32 * m]);
+        sq += qv * qv, sk += kv * kv, sqk += qv * kv;
+      }
+#pragma unroll
+      for (int o = 16; o > 0; o /= 2) {
+        sq += __shfl_xor_sync(0xffffffffu, sq, o);
+        sk += __shfl_xor_sync(0xffffffffu, sk, o);
+        sqk += __shfl_xor_sync(0xffffffffu, sqk, o);
+      }
+      if (lane == 0) {
+        const float iq = rsqrtf(sq + 1e-6f), ik = rsqrtf(sk + 1e-6f);
+        s.inv_q[r] = iq, s.inv_k[r] = ik, s.qk[r] = sqk * iq * ik;
       }
     }
-    G += gate * kLog2e;
-    s.g[r][j] = G;
-  }
-  const float G_last = G, G_mid = s.g[kC / 2 - 1][j];
-  const bool wide = -G_mid > kMaxHalfSpan || G_mid - G_last > kMaxHalfSpan;
-  const bool slow = __syncthreads_or(wide);  // also orders the norm results above
 
-  // Record rows, written straight to the workspace in the swizzled layout (8 consecutive channels
-  // share a 16-byte piece): K̂, Q̂, K̃ (thread j owns channel j), γ; the fast path's factored tiles.
-  uint8_t* rec = p.records + (int64_t(h) * p.n_chunks + chunk) * kRecordBytes;
-  __nv_bfloat16* Khat = reinterpret_cast<__nv_bfloat16*>(rec + kOffKhat);
-  __nv_bfloat16* Qhat = reinterpret_cast<__nv_bfloat16*>(rec + kOffQhat);
-  __nv_bfloat16* Ktil = reinterpret_cast<__nv_bfloat16*>(rec + kOffKtil);
-#pragma unroll 4
-  for (int r = 0; r < kC; ++r) {
-    const float kn = to_f32(s.k[r][j]) * s.inv_k[r], qn = to_f32(s.q[r][j]) * s.inv_q[r], Gr = s.g[r][j];
-    const float e = fast_exp2(Gr);
-    const int o = swz128(r, j);
-    Khat[o] = __float2bfloat16_rn(kn * e);
-    Qhat[o] = __float2bfloat16_rn(p.scale * qn * e);
-    Ktil[o] = __float2bfloat16_rn(kn * fast_exp2(G_last - Gr));
-    if (!slow) {
-      const float up = fast_exp2(Gr - G_mid), down = fast_exp2(G_mid - Gr);
-      s.tile[0][o] = __float2bfloat16_rn(kn * up);    // P
-      s.tile[1][o] = __float2bfloat16_rn(kn * down);  // R
-      s.tile[2][o] = __float2bfloat16_rn(qn * up);    // Pq
-    }
-  }
-  reinterpret_cast<float*>(rec + kOffGamma)[j] = fast_exp2(G_last);
-  __syncthreads();
-
-  if (!slow) {
-    if (warp == 0) warp_xyt(s.tile[0], s.tile[1], s.L, 0);
-    if (warp == 1) warp_xyt(s.tile[2], s.tile[1], s.M, 0);
-  } else {
-    // Two rounds of two hierarchy levels: a k-factor tile and a q-factor tile per level.
-#pragma unroll 1
-    for (int round = 0; round < 2; ++round) {
+    // Gate and inclusive cumulative sum along the chunk, channel j, in log2 units. Padded rows decay 0.
+    float G = 0.0f;
 #pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        const int level = 2 * round + half + 1, bs = 32 >> level;
-#pragma unroll 4
-        for (int r = 0; r < kC; ++r) {
-          const int pr = (r / bs) * bs + bs / 2 - 1;  // last row of r's lower half-block
-          const bool upper = r % bs >= bs / 2;
-          const float d = s.g[r][j] - s.g[pr][j];
-          const float e = fast_exp2(upper ? d : -d);  // <= 1 on both sides
-          const int o = swz128(r, j);
-          s.tile[2 * half][o] = __float2bfloat16_rn(to_f32(s.k[r][j]) * s.inv_k[r] * e);
-          s.tile[2 * half + 1][o] = __float2bfloat16_rn(upper ? to_f32(s.q[r][j]) * s.inv_q[r] * e : 0.0f);
+    for (int r = 0; r < kC; ++r) {
+      float gate = 0.0f;
+      if (r < len) {
+        // Fast intrinsics: their ~2 ulp errors are far below the bf16 rounding of every operand.
+        const float z = s.g[r][j] + dt;
+        if constexpr (kSafeGate) {
+          gate = p.lower_bound * __fdividef(1.0f, 1.0f + __expf(-a * z));
+        } else {
+          gate = -a * (z > 20.0f ? z : __logf(1.0f + __expf(z)));
         }
       }
-      __syncthreads();
-      const int level = 2 * round + warp / 2 + 1;
-      const __nv_bfloat16* k_tile = s.tile[2 * (warp / 2)];
-      warp_xyt(warp % 2 == 0 ? k_tile : s.tile[2 * (warp / 2) + 1], k_tile, warp % 2 == 0 ? s.L : s.M, level);
-      __syncthreads();
+      G += gate * kLog2e;
+      s.g[r][j] = G;
     }
-    if (j < kC) s.M[j][j] = s.qk[j];
-  }
-  __syncthreads();
+    const float G_mid = s.g[kC / 2 - 1][j];
+    const bool wide = -G_mid > kMaxHalfSpan || G_mid - G > kMaxHalfSpan;
+    s.e_mid[j] = fast_exp2(G_mid), s.e_last_mid[j] = fast_exp2(G - G_mid);
+    const bool slow = __syncthreads_or(wide);  // also orders the norms and G above
 
-  if (warp == 0 && lane < kC) {
-    // Column `lane` of N = (I + L)⁻¹ by forward substitution, L[r][m] = β_r · Lraw[r][m] (m < r).
-    const int i = lane;
-    float col[kC];
+    // Record rows in the swizzled layout, one 16-byte piece (8 channels of one row) at a time, 2 per
+    // thread: K̂, Q̂, K̃ straight to the workspace; on the fast path also its factored tiles, and
+    // there 2^G_r = 2^G_mid · 2^(G_r − G_mid) and 2^(G_last − G_r) = 2^(G_last − G_mid) · 2^(G_mid − G_r)
+    // (every factor within 2^±112), so each element costs two exp2 on either path.
+    uint8_t* rec = p.records + (int64_t(h) * p.n_chunks + chunk) * kRecordBytes;
+#pragma unroll 1
+    for (int i = 0; i < 2; ++i) {
+      const int idx = threadIdx.x + 128 * i, r = idx / 16, c = (idx % 16) * 8, o = swz128(r, c);
+      float kn[8], qn[8], Gr[8], kh[8], qh[8], kt[8];
+      ld8(&s.k[r][c], s.inv_k[r], kn);
+      ld8(&s.q[r][c], s.inv_q[r], qn);
+      ld8(&s.g[r][c], Gr);
+      if (!slow) {
+        float Gm[8], em[8], elm[8], up_k[8], down_k[8], up_q[8];
+        ld8(&s.g[kC / 2 - 1][c], Gm);
+        ld8(&s.e_mid[c], em);
+        ld8(&s.e_last_mid[c], elm);
 #pragma unroll
-    for (int r = 0; r < kC; ++r) col[r] = r == i ? 1.0f : 0.0f;
+        for (int e = 0; e < 8; ++e) {
+          const float d = Gr[e] - Gm[e];
+          const float up = fast_exp2(d), down = fast_exp2(-d);
+          kh[e] = kn[e] * (em[e] * up);
+          qh[e] = p.scale * qn[e] * (em[e] * up);
+          kt[e] = kn[e] * (elm[e] * down);
+          up_k[e] = kn[e] * up, down_k[e] = kn[e] * down, up_q[e] = qn[e] * up;
+        }
+        *reinterpret_cast<uint4*>(&s.tile[0][o]) = pack8(up_k);    // P
+        *reinterpret_cast<uint4*>(&s.tile[1][o]) = pack8(down_k);  // R
+        *reinterpret_cast<uint4*>(&s.tile[2][o]) = pack8(up_q);    // Pq
+      } else {
+        float Gl[8];
+        ld8(&s.g[kC - 1][c], Gl);
 #pragma unroll
-    for (int r = 1; r < kC; ++r) {
-      float acc = 0.0f;
-#pragma unroll
-      for (int m = 0; m < r; ++m) acc += s.L[r][m] * col[m];
-      if (r > i) col[r] = -s.beta[r] * acc;
+        for (int e = 0; e < 8; ++e) {
+          const float ex = fast_exp2(Gr[e]);
+          kh[e] = kn[e] * ex;
+          qh[e] = p.scale * qn[e] * ex;
+          kt[e] = kn[e] * fast_exp2(Gl[e] - Gr[e]);
+        }
+      }
+      *reinterpret_cast<uint4*>(rec + kOffKhat + 2 * o) = pack8(kh);
+      *reinterpret_cast<uint4*>(rec + kOffQhat + 2 * o) = pack8(qh);
+      *reinterpret_cast<uint4*>(rec + kOffKtil + 2 * o) = pack8(kt);
     }
-    __nv_bfloat16* A = reinterpret_cast<__nv_bfloat16*>(rec + kOffA);
-    const float bi = s.beta[i];
+    reinterpret_cast<float*>(rec + kOffGamma)[j] = fast_exp2(G);
+    __syncthreads();
+
+    if (!slow) {
+      if (warp == 0) warp_xyt(s.tile[0], s.tile[1], s.L, 0);
+      if (warp == 1) warp_xyt(s.tile[2], s.tile[1], s.M, 0);
+    } else {
+      // Two rounds of two hierarchy levels: a k-factor tile and a q-factor tile per level.
+#pragma unroll 1
+      for (int round = 0; round < 2; ++round) {
+#pragma unroll 1
+        for (int i = 0; i < 2; ++i) {
+          const int idx = threadIdx.x + 128 * i, r = idx / 16, c = (idx % 16) * 8, o = swz128(r, c);
+          float kn[8], qn[8], Gr[8];
+          ld8(&s.k[r][c], s.inv_k[r], kn);
+          ld8(&s.q[r][c], s.inv_q[r], qn);
+          ld8(&s.g[r][c], Gr);
 #pragma unroll
-    for (int r = 0; r < kC; ++r) A[swz16(r, i)] = __float2bfloat16_rn(col[r] * bi);
-  } else if (warp == 1) {
-    const int r = lane / 2, i0 = (lane % 2) * 8;
-    uint32_t packed[4];
+          for (int half = 0; half < 2; ++half) {
+            const int level = 2 * round + half + 1, bs = 32 >> level;
+            const int pr = (r / bs) * bs + bs / 2 - 1;  // last row of r's lower half-block
+            const bool upper = r % bs >= bs / 2;
+            float Gp[8], kf[8], qf[8];
+            ld8(&s.g[pr][c], Gp);
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int i = i0 + 2 * e;
-      packed[e] = pack_bf16(i <= r ? p.scale * s.M[r][i] : 0.0f, i + 1 <= r ? p.scale * s.M[r][i + 1] : 0.0f);
+            for (int e = 0; e < 8; ++e) {
+              const float ex = fast_exp2(upper ? Gr[e] - Gp[e] : Gp[e] - Gr[e]);  // <= 1 on both sides
+              kf[e] = kn[e] * ex, qf[e] = upper ? qn[e] * ex : 0.0f;
+            }
+            *reinterpret_cast<uint4*>(&s.tile[2 * half][o]) = pack8(kf);
+            *reinterpret_cast<uint4*>(&s.tile[2 * half + 1][o]) = pack8(qf);
+          }
+        }
+        __syncthreads();
+        const int level = 2 * round + warp / 2 + 1;
+        const __nv_bfloat16* k_tile = s.tile[2 * (warp / 2)];
+        warp_xyt(warp % 2 == 0 ? k_tile : s.tile[2 * (warp / 2) + 1], k_tile, warp % 2 == 0 ? s.L : s.M,
+                 level);
+        __syncthreads();
+      }
+      if (j < kC) s.M[j][j] = s.qk[j];
     }
-    *reinterpret_cast<uint4*>(rec + kOffM + swz16(r, i0) * 2) =
-        make_uint4(packed[0], packed[1], packed[2], packed[3]);
+    __syncthreads();
+
+    if (warp == 0 && lane < kC) {
+      // Column `lane` of N = (I + L)⁻¹ by forward substitution, L[r][m] = β_r · Lraw[r][m] (m < r).
+      const int i = lane;
+      float col[kC];
+#pragma unroll
+      for (int r = 0; r < kC; ++r) col[r] = r == i ? 1.0f : 0.0f;
+#pragma unroll
+      for (int r = 1; r < kC; ++r) {
+        float acc = 0.0f;
+#pragma unroll
+        for (int m = 0; m < r; ++m) acc += s.L[r][m] * col[m];
+        if (r > i) col[r] = -s.beta[r] * acc;
+      }
+      __nv_bfloat16* A = reinterpret_cast<__nv_bfloat16*>(rec + kOffA);
+      const float bi = s.beta[i];
+#pragma unroll
+      for (int r = 0; r < kC; ++r) A[swz16(r, i)] = __float2bfloat16_rn(col[r] * bi);
+    } else if (warp == 1) {
+      const int r = lane / 2, i0 = (lane % 2) * 8;
+      uint32_t packed[4];
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int i = i0 + 2 * e;
+        packed[e] =
+            pack_bf16(i <= r ? p.scale * s.M[r][i] : 0.0f, i + 1 <= r ? p.scale * s.M[r][i + 1] : 0.0f);
+      }
+      *reinterpret_cast<uint4*>(rec + kOffM + swz16(r, i0) * 2) =
+          make_uint4(packed[0], packed[1], packed[2], packed[3]);
+    }
   }
 }
 
@@ -244,12 +351,22 @@ void launch_kda_prep(const KdaPrefillLaunch& a, const int2* chunk_rows, uint8_t*
   if (count == 0) return;
   const K1Params p{a.q,     a.k,       a.f,           a.b,     a.q_stride, a.k_stride, a.f_stride, a.b_stride,
                    a.a_log, a.dt_bias, a.lower_bound, a.scale, chunk_rows, records,    n_chunks,   chunk0};
-  const dim3 grid{unsigned(count), unsigned(a.H)};
+  static const int sms = [] {
+    int dev = 0, n = 0;
+    cudaGetDevice(&dev);
+    cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev);
+    return n > 0 ? n : 132;
+  }();
+  // Chunks per CTA: env DS_KDA_PREP_CHUNKS (1 to 16), else up to 4 while the grid still has about
+  // 12 CTAs per multiprocessor (two waves of the 6 that fit, by shared memory).
+  int per_cta = int(std::clamp<int64_t>(count * a.H / (int64_t(sms) * 12), 1, 4));
+  if (const char* e = std::getenv("DS_KDA_PREP_CHUNKS")) per_cta = std::clamp(std::atoi(e), 1, 16);
+  const dim3 grid{unsigned((count + per_cta - 1) / per_cta), unsigned(a.H)};
   const size_t smem = sizeof(K1Smem<T>);
   auto prep = a.safe_gate ? kda_prep_kernel<T, true> : kda_prep_kernel<T, false>;
   check(cudaFuncSetAttribute(prep, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)),
         "kda_prefill: prep shared memory limit");
-  prep<<<grid, 128, smem, stream>>>(p);
+  prep<<<grid, 128, smem, stream>>>(p, count, per_cta);
   check_launch("kda_prefill prep kernel");
 }
 
