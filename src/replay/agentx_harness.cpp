@@ -115,6 +115,8 @@ AgentxHarness::AgentxHarness(const Trace& trace, int concurrency, uint64_t seed,
 // lane plays the session from turn 0.
 void AgentxHarness::start_play(int l, double now_s, bool from_start_point) {
   Lane& lane = lanes_[size_t(l)];
+  set_context(lane.root_context, 0);
+  for (Branch& b : lane.branches) set_context(b.context, 0);
   lane = Lane{};
   lane.session = order_sessions_[cursor_++ % order_sessions_.size()];
   lane.salt = ++plays_;
@@ -175,6 +177,8 @@ void AgentxHarness::start_phase(AgentxPhase phase, double now_s) {
   if (phase == AgentxPhase::Profiling) {
     profile_start_s_ = now_s;
     profile_end_s_ = now_s + opt_.profile_s;
+    live_t_s_ = now_s;
+    live_at_profile_start_ = live_;
   }
   if (phase == AgentxPhase::Cooldown) {
     while (!queue_.empty()) --lanes_[size_t(queue_.top().lane)].pending, queue_.pop();
@@ -222,7 +226,27 @@ double AgentxHarness::next_event_s() const {
   }
 }
 
+void AgentxHarness::set_context(int64_t& slot, int64_t tokens) {
+  live_ += tokens - slot;
+  slot = tokens;
+}
+
+void AgentxHarness::advance_live(double now_s) {
+  if (phase_ != AgentxPhase::Profiling) return;
+  const double t = std::min(now_s, profile_end_s_);
+  if (t > live_t_s_) {
+    live_integral_ += double(live_) * (t - live_t_s_);
+    live_span_s_ += t - live_t_s_;
+    live_t_s_ = t;
+  }
+}
+
+double AgentxHarness::live_context_mean_tokens() const {
+  return live_span_s_ > 0 ? live_integral_ / live_span_s_ : double(live_at_profile_start_);
+}
+
 std::optional<AgentxRequest> AgentxHarness::take_due(double now_s) {
+  advance_live(now_s);
   if (phase_ == AgentxPhase::CacheWarmup && now_s >= cache_warmup_end_s_) {
     start_phase(AgentxPhase::Drain, now_s);
     if (in_flight_ == 0) start_phase(AgentxPhase::Profiling, now_s);
@@ -247,11 +271,17 @@ std::optional<AgentxRequest> AgentxHarness::take_due(double now_s) {
   r.salt = lane.salt;
   r.warmup = phase_ != AgentxPhase::Profiling;
   r.one_token = phase_ == AgentxPhase::CacheWarmup;
+  const TraceSession& s = session_of(lane);
   if (p.branch < 0) {
     lane.root_queued = false;
     lane.root_in_flight = true;
+    const TraceTurn& t = s.turns[p.turn];
+    set_context(lane.root_context, t.n_input_tokens + t.n_output_tokens);
   } else {
-    lane.branches[size_t(p.branch)].in_flight = true;
+    Branch& b = lane.branches[size_t(p.branch)];
+    b.in_flight = true;
+    const TraceTurn& t = s.branches[size_t(p.branch)].turns[p.turn];
+    set_context(b.context, t.n_input_tokens + t.n_output_tokens);
   }
   ++in_flight_;
   return r;
@@ -260,6 +290,7 @@ std::optional<AgentxRequest> AgentxHarness::take_due(double now_s) {
 void AgentxHarness::done(const AgentxRequest& r, double now_s) {
   DS_CHECK(in_flight_ > 0 && r.lane >= 0 && size_t(r.lane) < lanes_.size(),
            "agentx harness: unknown request");
+  advance_live(now_s);
   --in_flight_;
   Lane& lane = lanes_[size_t(r.lane)];
   const TraceSession& s = trace_.sessions[size_t(r.session)];
@@ -285,6 +316,7 @@ void AgentxHarness::done(const AgentxRequest& r, double now_s) {
              delays_[size_t(r.session)].branch[size_t(r.branch)][r.turn + 1]);
       } else {
         b.done = true;
+        set_context(b.context, 0);
         try_root(r.lane, now_s);
       }
     }

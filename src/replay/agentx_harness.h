@@ -74,6 +74,11 @@ class AgentxHarness {
 
   AgentxPhase phase() const { return phase_; }
   double profile_start_s() const { return profile_start_s_; }  // NaN before profiling
+  // Live context: the sum over lanes of each lane's latest root prompt + output and the latest
+  // prompt + output of each of its unfinished branches, tokens — what a cache must hold for every
+  // next request to hit. Time-averaged over the profiling window, and its value when profiling began.
+  double live_context_mean_tokens() const;
+  int64_t live_context_at_profile_start() const { return live_at_profile_start_; }
   int64_t n_idle_shifts() const { return n_idle_shifts_; }
   double idle_skipped_s() const { return idle_skipped_s_; }
 
@@ -81,6 +86,7 @@ class AgentxHarness {
   struct Branch {
     size_t next = 0;
     bool spawned = false, in_flight = false, done = false;
+    int64_t context = 0;  // latest sent prompt + output, tokens (0 once done)
   };
   struct Lane {
     int session = -1;
@@ -88,7 +94,8 @@ class AgentxHarness {
     size_t next_root = 0;  // next root turn to send
     bool root_in_flight = false, root_queued = false, root_all_sent = false;
     std::vector<Branch> branches;
-    int pending = 0;  // queued (not yet sent) requests of this lane
+    int pending = 0;           // queued (not yet sent) requests of this lane
+    int64_t root_context = 0;  // latest sent root prompt + output, tokens
   };
   struct Delays {              // one session's end-to-start delays after trace idle-gap compression, s
     std::vector<double> root;  // [root turns]; root[0] unused
@@ -111,6 +118,8 @@ class AgentxHarness {
   void after_event(int lane, double now_s);
   void start_phase(AgentxPhase phase, double now_s);
   void cap_idle(double now_s);
+  void advance_live(double now_s);  // integrates the live context up to now_s while profiling
+  void set_context(int64_t& slot, int64_t tokens);
   const TraceSession& session_of(const Lane& l) const { return trace_.sessions[size_t(l.session)]; }
 
   const Trace& trace_;
@@ -130,6 +139,8 @@ class AgentxHarness {
   double profile_start_s_ = std::nan("");
   int64_t n_idle_shifts_ = 0;
   double idle_skipped_s_ = 0;
+  int64_t live_ = 0, live_at_profile_start_ = 0;
+  double live_integral_ = 0, live_t_s_ = 0, live_span_s_ = 0;
   bool initializing_ = true;  // the lanes' first warm-up turns go straight to the queue
 };
 

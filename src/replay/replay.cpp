@@ -243,6 +243,10 @@ RunMetrics ReplayRun::metrics() const {
   const CacheStats& st = engine_.cache().stats();
   m.checkpoints_created = st.checkpoints_created;
   m.checkpoints_dropped = st.checkpoints_dropped;  // left the cache for good (alone or with KV)
+  if (const AgentxHarness* h = workload_.agentx()) {
+    m.live_context_tokens = h->live_context_mean_tokens();
+    m.live_context_start_tokens = h->live_context_at_profile_start();
+  }
   if (m.n_prompt_tokens > 0)
     m.offline_bound_hit_rate = std::min(bound_.bound_hit_tokens(now), double(m.n_theoretical_hit_tokens)) /
                                double(m.n_prompt_tokens);

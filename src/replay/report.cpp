@@ -28,7 +28,8 @@ namespace {
   X(window_s) X(elapsed_virtual_s) X(usd_per_m_input_tokens) X(usd_per_m_output_tokens)         \
   X(checkpoint_bytes_per_hit_token)                                                              \
   X(n_requests) X(n_warmup_requests) X(n_rejected) X(n_output_tokens) X(n_steps) X(n_preemptions) \
-  X(checkpoints_created) X(checkpoints_dropped) X(n_errors) X(first_error)
+  X(checkpoints_created) X(checkpoints_dropped) X(live_context_tokens) X(live_context_start_tokens)   \
+  X(n_errors) X(first_error)
 // clang-format on
 
 // The fields that are measurements over the measured requests: without any (every request rejected,
@@ -141,10 +142,10 @@ std::string runs_table(const std::vector<RunMetrics>& runs) {
   // Units in the header: % of prompt tokens, seconds, tokens per second (node = all GPUs together).
   std::string out = fmt::format(
       "{:<16} {:>4} {:>6} {:>5} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>8} {:>8} {:>8} {:>5} {:>8} {:>9} "
-      "{:>8} {:>8} {:>7} {:>6} {:>6} {:>5} {:>7} {:>6} {:>7}\n",
+      "{:>8} {:>8} {:>7} {:>6} {:>6} {:>5} {:>6} {:>7} {:>6} {:>7}\n",
       "config", "conc", "reqs", "rej", "theo%", "bound%", "hit%", "kv%", "hbm%", "host%", "ttft50_s",
       "ttft90_s", "ttft99_s", "cens", "tpot50_s", "out_tok/s", "out/gpu", "tot/gpu", "intact", "ckpt+",
-      "ckpt-", "pre", "virt_s", "$in/M", "$out/M");
+      "ckpt-", "pre", "live_M", "virt_s", "$in/M", "$out/M");
   for (const auto& r : runs) {
     if (!measured(r)) {
       out += fmt::format(
@@ -158,20 +159,22 @@ std::string runs_table(const std::vector<RunMetrics>& runs) {
     for (const auto& [t, rate] : r.hit_rate_by_tier) (t == "hbm" ? hbm : host) += rate;
     out += fmt::format(
         "{:<16} {:>4} {:>6} {:>5} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>8.2f} {:>8.2f} {:>8.2f} {:>5} "
-        "{:>8.4f} {:>9.1f} {:>8.1f} {:>8.1f} {:>7.1f} {:>6} {:>6} {:>5} {:>7.0f} {:>6.2f} {:>7.2f}\n",
+        "{:>8.4f} {:>9.1f} {:>8.1f} {:>8.1f} {:>7.1f} {:>6} {:>6} {:>5} {:>6.2f} {:>7.0f} {:>6.2f} "
+        "{:>7.2f}\n",
         r.label, r.concurrency, r.n_requests, r.n_rejected, pct(r.theoretical_hit_rate),
         pct(r.offline_bound_hit_rate), pct(r.realized_hit_rate), pct(r.kv_reachable_rate), pct(hbm),
         pct(host), r.ttft_p50_s, r.ttft_p90_s, r.ttft_p99_s, r.n_ttft_censored, r.tpot_p50_s,
         r.output_tok_s_total, r.output_tok_s_per_gpu, r.total_tok_s_per_gpu, r.interactivity_tok_s,
-        r.checkpoints_created, r.checkpoints_dropped, r.n_preemptions, r.elapsed_virtual_s,
-        r.usd_per_m_input_tokens, r.usd_per_m_output_tokens);
+        r.checkpoints_created, r.checkpoints_dropped, r.n_preemptions, r.live_context_tokens / 1e6,
+        r.elapsed_virtual_s, r.usd_per_m_input_tokens, r.usd_per_m_output_tokens);
   }
   out += fmt::format(
       "(reqs: measured requests completed; rej: requests rejected as too large for the cache; "
       "theo/bound/hit/kv/hbm/host: % of prompt tokens; bound: upper bound of any policy on this budget and "
       "timeline (offline_bound.h); out_tok/s: output tokens per second of the node; out/gpu, tot/gpu: output "
       "and "
-      "input+output tokens per second per GPU; intact: 1/tpot50 tokens per second per user; cens: requests "
+      "input+output tokens per second per GPU; live_M: agentx lanes' live context, M tokens (mean over the "
+      "window); intact: 1/tpot50 tokens per second per user; cens: requests "
       "without a first token at the end, counted in TTFT with the time waited; $in/M, $out/M: GPU-hours of "
       "the "
       "window at --gpu-hour-usd per million tokens, input : output = 1 : 5, beside the market floor ${:.0f} "

@@ -72,6 +72,11 @@ struct RunMetrics {
   int64_t n_preemptions = 0;
   int64_t checkpoints_created = 0;
   int64_t checkpoints_dropped = 0;
+  // agentx: the lanes' live context (AgentxHarness::live_context_mean_tokens), MLA-KV tokens — the
+  // working set every next request needs cached; beside kv_budget_tokens it says whether the cache
+  // can hold all lanes. Mean over the profiling window, and at its start. 0 for other harnesses.
+  double live_context_tokens = 0;
+  int64_t live_context_start_tokens = 0;
   std::map<std::string, int64_t> peak_bytes_by_kind;  // "kv", "checkpoint", "live_state", "host"
 };
 

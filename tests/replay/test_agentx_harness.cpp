@@ -108,6 +108,11 @@ TEST(AgentxHarness, BranchesRunBesideTheRootAndTheJoinWaits) {
   EXPECT_DOUBLE_EQ(replay.send_s, last_root.done_s);
   EXPECT_FALSE(replay.r.warmup);
   for (const Sent& s : log) EXPECT_FALSE(s.r.one_token);
+  // Live context (64 + 1 tokens a turn): the root's 65 when profiling starts; 65 or 130 while the
+  // branch is unfinished, so the window's mean lies between.
+  EXPECT_EQ(h.live_context_at_profile_start(), 65);
+  EXPECT_GT(h.live_context_mean_tokens(), 65.0);
+  EXPECT_LT(h.live_context_mean_tokens(), 130.0);
 }
 
 TEST(AgentxHarness, ConcurrencyCountsSessionTrees) {
