@@ -1,11 +1,14 @@
 // Calibration: every calibration point (fitted and held out) of the bundled SGLang-cookbook set
-// replays within 15 % on the bundled B300 profile; the fit sees only "fit" points; bad files fail
-// with the key named.
+// replays within 15 % on the bundled B300 profile, and every check point but the documented misses; the fit
+// sees only "fit" points; bad files fail with the key named.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <set>
+#include <string>
+#include <utility>
 
 #include "core/check.h"
 #include "replay/calibration.h"
@@ -28,6 +31,32 @@ TEST(Calibration, EveryCalibrationPointWithin15Percent) {
   }
   EXPECT_EQ(gated, 9);  // concurrency 1, 16, 64 x TTFT, TPOT, throughput
   EXPECT_GE(held_out, 1);
+}
+
+// The check points (NVFP4 checkpoint, DSPARK speculative decoding; predicted, never fitted) are
+// held to the same 15 % except the misses docs/perf.md explains: the NVFP4 MoE kernel's own speed at
+// concurrency 1 (the cost model sees only its bytes), and DSPARK at concurrency 16 (expert reads of
+// a sequence's verify tokens taken as independent draws; acceptance not published). The list is
+// exact: a miss that comes within 15 % must leave it, and no other metric may miss.
+TEST(Calibration, CheckPointsWithin15PercentButTheDocumentedMisses) {
+  const std::set<std::pair<std::string, std::string>> known = {
+      {"LL-NVFP4-c1", "tpot_p50_s"},         {"LL-NVFP4-c1", "total_tok_s_per_gpu"},
+      {"LL-MXFP4-DSPARK-c16", "ttft_p50_s"}, {"LL-MXFP4-DSPARK-c16", "tpot_p50_s"},
+      {"LL-NVFP4-DSPARK-c16", "tpot_p50_s"},
+  };
+  const CalibrationSet set = load_calibration("kimi-k3-b300-sglang");
+  const auto results = replay_calibration(set, HardwareProfile::load(set.hardware));
+  int checked = 0;
+  for (const CalibrationResult& r : results) {
+    if (r.role != "check") continue;
+    for (const auto& [metric, measured] : r.measured) {
+      const bool within = std::abs(r.error(metric)) <= 0.15;
+      EXPECT_EQ(within, known.count({r.id, metric}) == 0)
+          << r.id << " " << metric << ": predicted " << r.predicted.at(metric) << " measured " << measured;
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 27);  // 9 check points x TTFT, TPOT, throughput
 }
 
 // A set with one fit point and one held-out point whose "measurement" is absurd: the fit must not
