@@ -201,12 +201,10 @@ void SglangCache::walk(std::span<const int32_t> prompt, int64_t max_pages, Walk&
   w.nodes.clear();
   w.hit_node = 0;
   uint64_t k = kRootPageKey;
-  for (int64_t i = 0; i < nb; ++i) {
+  for (int64_t i = 0; i < nb; ++i) {  // keys are chained: hash only as far as the tree matches
     k = chain_key(k, hash_page(prompt.subspan(size_t(i * B), size_t(B))));
     w.keys.push_back(k);
-  }
-  for (uint64_t key : w.keys) {
-    auto it = map_.find(key);
+    auto it = map_.find(k);
     if (it == map_.end()) break;
     w.nodes.push_back(it->second);
     if (nodes_[size_t(it->second)].state >= 0) w.hit_node = it->second;
