@@ -105,6 +105,24 @@ void HybridCache::Impl::check_invariants() const {
   }
   DS_CHECK(static_cast<int64_t>(seqs.size()) == states[0].n_live(), "cache: {} sequences but {} live slots",
            seqs.size(), states[0].n_live());
+  std::array<int64_t, kMaxTiers> reclaim{};
+  int64_t held = 0;
+  for (int32_t i = 1; i < tree.n_slots(); ++i) {
+    const TreeNode& n = tree.at(i);
+    if (!n.alive()) continue;
+    DS_CHECK(!n.held || eviction->holds_paths(), "cache: node {} held under eviction {}", i,
+             eviction->name());
+    if (n.held && n.lock_count == 0 && n.kv_tier == 0)
+      held += page_bytes + (n.has_checkpoint() && n.ckpt_tier == 0 ? ckpt_bytes : 0);
+    if (n.lock_count == 0) reclaim[n.kv_tier] += page_bytes;
+    if (n.has_checkpoint() && (n.lock_count == 0 || ckpt_units(n.ckpt_tier)))
+      reclaim[n.ckpt_tier] += ckpt_bytes;
+  }
+  for (int t = 0; t < n_tiers; ++t)
+    DS_CHECK(reclaim[t] == reclaimable[t], "cache: tier {} reclaimable bytes {} but unlocked entries hold {}",
+             t, reclaimable[t], reclaim[t]);
+  DS_CHECK(held == reclaimable_held, "cache: held reclaimable bytes {} but unlocked held nodes hold {}",
+           reclaimable_held, held);
 }
 
 }  // namespace ds

@@ -47,6 +47,7 @@ struct CacheStats {
   int64_t pages_promoted = 0;  // host -> device on admission
   int64_t failed_reserves = 0;
   int64_t failed_admissions = 0;
+  int64_t room_refusals = 0;    // room requests refused up front: free + reclaimable < need
   int64_t hash_collisions = 0;  // page keys that matched a node with other token ids (miss / not cached)
 
   std::array<int64_t, static_cast<int>(EvictReason::Count)> evictions{};  // by reason

@@ -107,7 +107,10 @@ bool has_prefix(const std::string& spec, const std::string& name) {
 // never be restored from (they would be recomputed anyway): such stranded leaves go first, oldest
 // first, and are dropped rather than demoted. Live leaves then leave by last use — an agent
 // session's path is reused when its next turn comes, one think time after the last — with the
-// checkpoint's FLOP-per-byte value (recompute saved per byte held) as the tie-break. With `:queue`,
+// checkpoint's FLOP-per-byte value (recompute saved per byte held) as the tie-break. Under
+// overload LRU over a cyclic reuse pattern hits nothing (every path is evicted just before its
+// reuse), so the cache holds a subset of paths back (holds_paths; the mechanism lives in
+// HybridCache: cache_eviction.cpp) and the sessions outside it wait or miss. With `:queue`,
 // paths that a waiting request announced leave last, the latest arrival first: under overload the queue is
 // admitted in arrival order, so the path whose reuse lies furthest ahead is the newest arrival's
 // (Belady's choice for a FIFO queue; plain LRU would evict the queue head's path first and hit
@@ -124,6 +127,8 @@ class BoundaryAware final : public EvictionPolicy {
   }
   bool drops_stranded_first() const override { return true; }
   bool uses_arrivals() const override { return queue_; }
+  bool drops_superseded_checkpoints() const override { return true; }
+  bool holds_paths() const override { return true; }
   double kv_score(uint64_t access, float v) const override { return static_cast<double>(access) + 0.5 * v; }
   double checkpoint_score(uint64_t access, float v) const override {
     return static_cast<double>(access) + 0.5 * v;

@@ -12,8 +12,21 @@
 //   seglen[:W[:H]]            SegLen: W·recency/H + (1-W)·value, value = replay length to the
 //                             nearest ancestor checkpoint, squashed to [0,1). Both kinds. W=0.85.
 //   boundary-aware            KV leaves past their path's deepest checkpoint (stranded: no hit can
-//                             end there) first, dropped even with a host tier; then leaf-LRU with
-//                             the checkpoint's FLOP-per-byte value as the tie-break. KV leaves only.
+//                             end there) first, dropped even with a host tier; then superseded
+//                             checkpoints alone (a deeper checkpoint on the same unforked path serves
+//                             every prompt that follows it; only while more hits restore from
+//                             decode-end states than from prompt ends), oldest first; then KV leaves
+//                             by last use, FLOP-per-byte value as the tie-break. Held paths: a
+//                             released sequence's whole path joins a held set while held bytes stay
+//                             under half the device budget (a sequence restored from a held path
+//                             keeps it; over the share, that member leaves). While the cache is
+//                             overloaded — more than half of the recently evicted path ends were
+//                             inside the reuse horizon (ReuseMonitor): they would have been reused —
+//                             held leaves leave after all others, and never to make room for a new
+//                             request's prompt while other requests run (the request waits instead),
+//                             so a subset of sessions keeps whole paths rather than every session a
+//                             part of one. Held leaves unused for longer than the horizon (ended
+//                             sessions) are released. Not overloaded: one LRU order over all leaves.
 //   boundary-aware:queue      the same, and KV leaves on the path of a waiting request
 //                             (HybridCache::announce) leave after all others, latest arrival first.
 #pragma once
@@ -46,6 +59,12 @@ class EvictionPolicy {
   // true: KV leaves on the cached path of a waiting request (HybridCache::announce) leave after
   // every other KV leaf, the latest arrival first (the waiting queue is admitted in arrival order).
   virtual bool uses_arrivals() const { return false; }
+  // true: a checkpoint followed, without a fork, by a deeper checkpoint on its path (superseded)
+  // leaves alone, after stranded leaves and before any other unit, while more hits restore from
+  // decode-end checkpoints than from prompt-end ones (the next prompts extend the decoded tokens).
+  virtual bool drops_superseded_checkpoints() const { return false; }
+  // true: the cache holds a subset of paths back from admissions (see boundary-aware above).
+  virtual bool holds_paths() const { return false; }
 };
 
 std::unique_ptr<EvictionPolicy> make_eviction_policy(const std::string& spec, const CacheModelSizes& sizes,

@@ -122,6 +122,7 @@ void HybridCache::Impl::insert_pages(CacheSeq& s, std::span<const int32_t> token
       s.tree_closed = true;
       break;
     }
+    if (node >= 0) account(node, -1);
     if (node >= 0 && tree.at(node).kv_tier == 1) {
       TreeNode& n = tree.at(node);
       pages[1].unref(n.page);
@@ -142,6 +143,7 @@ void HybridCache::Impl::insert_pages(CacheSeq& s, std::span<const int32_t> token
     TreeNode& n = tree.at(node);
     ++n.lock_count;
     n.kv_access = tick;
+    account(node, +1);
     s.path.push_back(node);
     s.tail_key = key;
   }
@@ -161,6 +163,7 @@ void HybridCache::Impl::free_checkpoint_slot(int32_t slot) {
 
 // Gives a written device checkpoint slot (bytes already charged) to `node`.
 void HybridCache::Impl::attach_checkpoint(int32_t node, int32_t slot, CheckpointReason reason) {
+  account(node, -1);
   TreeNode& n = tree.at(node);
   n.ckpt_slot = slot;
   n.ckpt_tier = 0;
@@ -172,6 +175,7 @@ void HybridCache::Impl::attach_checkpoint(int32_t node, int32_t slot, Checkpoint
     const int64_t replay = static_cast<int64_t>(n.depth - tree.at(a).depth) * cfg.page_tokens;
     n.ckpt_value = eviction->checkpoint_value(replay, static_cast<int64_t>(n.depth) * cfg.page_tokens);
   }
+  account(node, +1);
   ++stats.checkpoints_created;
   queue_ckpt(node);
   queue_kv(node);  // its KV-leaf score includes the checkpoint's value
@@ -196,10 +200,11 @@ bool HybridCache::Impl::hand_to_node(CacheSeq& s, const PendingCheckpoint& c, Co
 void HybridCache::Impl::release(SeqId id) {
   CacheSeq& s = seq_at(id);
   for (auto it = s.path.rbegin(); it != s.path.rend(); ++it) {
-    TreeNode& n = tree.at(*it);
-    DS_CHECK(n.lock_count > 0, "cache: node {} of sequence {} is not locked", *it, id);
-    if (--n.lock_count == 0) queue_kv(*it);
+    DS_CHECK(tree.at(*it).lock_count > 0, "cache: node {} of sequence {} is not locked", *it, id);
+    if (unlock(*it)) queue_kv(*it);
   }
+  if (eviction->drops_superseded_checkpoints()) queue_superseded(s);
+  if (eviction->holds_paths()) hold_path(s);
   for (int32_t p : s.pages)
     if (pages[0].unref(p)) charge(0, ByteKind::Kv, -page_bytes);
   for (const PendingCheckpoint& c : s.pending) free_checkpoint_slot(c.slot);
@@ -243,15 +248,26 @@ void HybridCache::announce(std::span<const int32_t> prompt) {
 std::optional<Admission> HybridCache::admit(std::span<const int32_t> prompt) {
   if (emu_) return emu_->admit(prompt);
   Impl& m = *impl_;
-  ++m.tick;  // one logical tick per admission: the recency clock of the eviction policies
   TreeWalk w;
   m.walk(prompt, w);
+  // One logical tick per admission (the recency clock of the eviction policies); a retry of the
+  // admission that was just aborted before computing anything (the scheduler found no room for its
+  // prompt) is the same admission.
+  const int32_t walk_hit = w.hit_pages > 0 ? w.path[w.hit_pages - 1] : -1;
+  const bool retry = walk_hit == m.retry_node && static_cast<int64_t>(prompt.size()) == m.retry_tokens;
+  if (!retry) ++m.tick;
   m.stats.hash_collisions += w.collision;
   if (!m.pending.empty() && !w.path.empty()) {  // admitted along it: no longer waiting
     for (int32_t node : w.path) m.pending.erase(node);
     m.queue_kv(w.path.back());
   }
   const CacheHit hit = m.hit_of(w);
+  if (m.eviction->holds_paths() && !retry) m.observe_reuse(prompt, w);
+  if (w.hit_pages > 0 && !retry) {
+    const CheckpointReason r = m.tree.at(w.path[w.hit_pages - 1]).ckpt_reason;
+    m.decode_end_hits += r == CheckpointReason::DecodeEnd;
+    m.prompt_end_hits += r == CheckpointReason::PromptEnd;
+  }
   // Semantic branch point: the prompt leaves a cached path at a node that has other children
   // (computed before room making, which may evict the unlocked part of the walk).
   int64_t branch_tokens = 0;
@@ -260,19 +276,20 @@ std::optional<Admission> HybridCache::admit(std::span<const int32_t> prompt) {
     branch_tokens = static_cast<int64_t>(w.path.size()) * m.cfg.page_tokens;
   // Lock the restorable path first so room making cannot evict it, and pin its checkpoint.
   for (int64_t i = 0; i < w.hit_pages; ++i) {
-    TreeNode& n = m.tree.at(w.path[i]);
-    ++n.lock_count;
-    n.kv_access = m.tick;
+    m.lock(w.path[i]);
+    m.tree.at(w.path[i]).kv_access = m.tick;
   }
   const int32_t hit_node = w.hit_pages > 0 ? w.path[w.hit_pages - 1] : -1;
   m.pinned_ckpt = hit_node;
   const int64_t need = m.live_bytes + hit.n_hit_host_tokens / m.cfg.page_tokens * m.page_bytes;
   int32_t slot = -1;
+  m.admission_mode = m.eviction->holds_paths() && !m.seqs.empty();
   if (m.free_bytes(0) >= need || m.make_room(0, need)) slot = m.states[0].allocate_live();
+  m.admission_mode = false;
   m.pinned_ckpt = -1;
   if (slot < 0) {
     for (int64_t i = w.hit_pages - 1; i >= 0; --i)
-      if (--m.tree.at(w.path[i]).lock_count == 0) m.queue_kv(w.path[i]);
+      if (m.unlock(w.path[i])) m.queue_kv(w.path[i]);
     ++m.stats.failed_admissions;
     return std::nullopt;
   }
@@ -283,11 +300,13 @@ std::optional<Admission> HybridCache::admit(std::span<const int32_t> prompt) {
   s.hit_tokens = s.reserved_tokens = s.committed_tokens = hit.n_hit_tokens;
   s.live_slot = slot;
   s.branch_tokens = branch_tokens;
+  s.held = hit_node >= 0 && m.tree.at(hit_node).held;
   s.tail_key = w.hit_pages > 0 ? m.tree.at(hit_node).key : kRootPageKey;
   for (int64_t i = 0; i < w.hit_pages; ++i) {
     const int32_t node = w.path[i];
     TreeNode& n = m.tree.at(node);
     if (n.kv_tier == 1) {  // promote: device page in, host page out (room was made above)
+      m.account(node, -1);
       const int32_t page = m.pages[0].allocate();
       DS_CHECK(page >= 0, "cache: device page pool exhausted while promoting node {}", node);
       m.charge(0, ByteKind::Kv, m.page_bytes);
@@ -296,6 +315,7 @@ std::optional<Admission> HybridCache::admit(std::span<const int32_t> prompt) {
       m.charge(1, ByteKind::Kv, -m.page_bytes);
       n.page = page;
       m.tree.set_kv_tier(node, 0);
+      m.account(node, +1);
       ++m.stats.pages_promoted;
     }
     m.pages[0].ref(n.page);  // the sequence's reference (the tree holds the other)
@@ -337,7 +357,11 @@ bool HybridCache::reserve(SeqId seq, int64_t n_tokens_total) {
   const int64_t n_new = want_pages - static_cast<int64_t>(s.pages.size());
   if (n_new > 0) {
     const int64_t need = n_new * m.page_bytes;
-    if (m.free_bytes(0) < need && !m.make_room(0, need)) {
+    // A prompt still being computed may not take held paths while other requests run.
+    m.admission_mode = m.eviction->holds_paths() && m.seqs.size() > 1 && s.committed_tokens < s.prompt_tokens;
+    const bool room = m.free_bytes(0) >= need || m.make_room(0, need);
+    m.admission_mode = false;
+    if (!room) {
       ++m.stats.failed_reserves;
       return false;
     }
@@ -426,7 +450,14 @@ void HybridCache::finish(SeqId seq, std::span<const int32_t> all_tokens) {
 
 void HybridCache::abort(SeqId seq) {
   if (emu_) return emu_->abort(seq);
-  impl_->release(seq);
+  Impl& m = *impl_;
+  const CacheSeq& s = m.seq_at(seq);
+  m.retry_node = -2;
+  if (s.committed_tokens == s.hit_tokens && s.path.size() * m.cfg.page_tokens == size_t(s.hit_tokens)) {
+    m.retry_node = s.path.empty() ? -1 : s.path.back();
+    m.retry_tokens = s.prompt_tokens;
+  }
+  m.release(seq);
 }
 
 std::vector<CacheTransfer> HybridCache::take_transfers() {
@@ -465,6 +496,7 @@ int64_t HybridCache::bookkeeping_bytes() const {
     b += m.pages[t].n_ids() * static_cast<int64_t>(2 * sizeof(int32_t));  // refcount + free-list room
     b += (m.kv_queue[t].size() + m.ckpt_queue[t].size()) * static_cast<int64_t>(sizeof(EvictionEntry));
   }
+  b += m.reuse.memory_bytes();
   for (const auto& [id, s] : m.seqs)
     b += static_cast<int64_t>((s.pages.size() + s.path.size()) * sizeof(int32_t));
   return b;

@@ -15,6 +15,7 @@
 #include "cache/hybrid_cache.h"
 #include "cache/prefix_tree.h"
 #include "cache/retention_policy.h"
+#include "cache/reuse_monitor.h"
 #include "cache/state_pool.h"
 
 namespace ds {
@@ -36,6 +37,7 @@ struct CacheSeq {
   int64_t prompt_tokens = 0;
   int64_t hit_tokens = 0;
   int64_t branch_tokens = 0;     // semantic branch point found at admission (0 = none)
+  bool held = false;             // restored from a held path (holds_paths): stays held at release
   int64_t reserved_tokens = 0;   // tokens with a page
   int64_t committed_tokens = 0;  // tokens already inserted / checkpointed
   int32_t live_slot = -1;
@@ -68,14 +70,34 @@ struct HybridCache::Impl {
   std::vector<StatePool> states;  // [n_tiers] (live slots only in tier 0)
   std::array<EvictionQueue, kMaxTiers> kv_queue, ckpt_queue;
   std::array<EvictionQueue, kMaxTiers> stranded_queue;  // leaves without a checkpoint (drops_stranded_first)
+  std::array<EvictionQueue, kMaxTiers> superseded_queue;  // checkpoints alone (drops_superseded_checkpoints)
+  std::array<EvictionQueue, kMaxTiers> held_queue;        // held KV leaves (holds_paths), oldest first
+  ReuseMonitor reuse;                                     // reuse distances and ghosts (holds_paths)
+  int64_t decode_end_hits = 0, prompt_end_hits = 0;       // admissions restoring from each reason
+  // Bytes per tier that room making could free: KV of unlocked nodes, checkpoints of unlocked nodes
+  // (and of locked ones where checkpoints leave alone). make_room refuses up front when free +
+  // reclaimable < need, so a request that cannot fit evicts nothing (as vLLM's allocator and
+  // SGLang's admission check do) instead of wiping every unlocked entry and failing anyway.
+  std::array<int64_t, kMaxTiers> reclaimable{};
+  // Held paths (holds_paths): unlocked device bytes on held nodes, not reclaimable while
+  // admission_mode is set (room for a new request's prompt while other requests run).
+  static constexpr double kHeldShare = 0.5;  // at most this share of the device budget is held
+  int64_t reclaimable_held = 0;
+  bool admission_mode = false;
+  // Running mean (over ~32 evictions) of the share of evicted path ends still inside the reuse
+  // horizon: above one half, the cache evicts paths that will be reused (demand exceeds capacity).
+  double live_evictions = 0;
+  bool overloaded() const { return live_evictions > 0.5; }
   std::unordered_map<SeqId, CacheSeq> seqs;
   SeqId next_seq = 1;
   // Eviction policies that use arrivals: node -> arrival rank of the earliest waiting request whose
   // prompt walks through it (announce()); erased when a sequence is admitted along it or it is dropped.
   std::unordered_map<int32_t, uint32_t> pending;
   uint32_t n_announced = 0;
-  uint32_t tick = 0;         // admissions so far (recency clock; 2^32 admissions max)
-  int32_t pinned_ckpt = -1;  // checkpoint being restored by admit(): not evictable
+  int32_t retry_node = -2;    // hit node (-1: none) and prompt length of the last admission aborted
+  int64_t retry_tokens = -1;  // before computing anything: its next admit() is a retry, not a new use
+  uint32_t tick = 0;          // admissions so far (recency clock; 2^32 admissions max)
+  int32_t pinned_ckpt = -1;   // checkpoint being restored by admit(): not evictable
   CacheStats stats;
   std::vector<CacheTransfer> transfers;  // decided, not yet taken by the engine
 
@@ -94,12 +116,21 @@ struct HybridCache::Impl {
 
   // cache_eviction.cpp
   int64_t free_bytes(int tier) const;
+  void account(int32_t node, int sign);  // adds (+1) / removes (-1) the node's reclaimable bytes
+  void lock(int32_t node);
+  bool unlock(int32_t node);  // true: now unlocked
   void charge(int tier, ByteKind kind, int64_t delta_bytes);
   bool make_room(int tier, int64_t bytes);
   bool evict_one(int tier);
   bool kv_unit_valid(int tier, const EvictionEntry& e) const;
   bool ckpt_unit_valid(int tier, const EvictionEntry& e) const;
   bool ckpt_units(int tier) const;
+  bool superseded_valid(int tier, const EvictionEntry& e) const;
+  void observe_reuse(std::span<const int32_t> prompt, const TreeWalk& w);  // before the hit path is refreshed
+  void queue_superseded(const CacheSeq& s);  // the sequence's unlocked superseded checkpoints
+  void set_held(int32_t node, bool held);
+  void expire_held();
+  void hold_path(const CacheSeq& s);    // at release: the path joins (or stays in) the held set
   double kv_score(int32_t node) const;  // KV-leaf eviction score (policy + arrivals)
   void queue_kv(int32_t node);
   void queue_ckpt(int32_t node);

@@ -27,6 +27,7 @@ struct TreeNode {
   int8_t kv_tier = -1;     // 0 device, 1 host; -1 = free node
   int8_t ckpt_tier = -1;   // >= kv_tier when a checkpoint exists
   CheckpointReason ckpt_reason = CheckpointReason::Block;
+  uint8_t held = 0;  // 1: on a path the eviction policy holds back from admissions (HybridCache)
   int32_t n_children = 0;
   int32_t n_device_children = 0;
   int32_t lock_count = 0;   // running sequences whose path contains this node

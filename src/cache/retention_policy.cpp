@@ -77,14 +77,16 @@ class Semantic final : public RetentionPolicy {
 };
 
 // Boundary-aware: only what an agent server knows about where a later prompt can branch off —
-// the point where this prompt left the cached tree (a fork: sub-agents, retries), the prompt end
-// (the next turn of a recorded conversation) and the end of decoding (the next turn of a live one)
-// — plus, as `boundary-aware:N`, one state every N tokens of a long prefill (the interval:N
-// positions) as a fallback when the tail of a path is evicted.
+// the point where this prompt left the cached tree (a fork: sub-agents, retries) and the prompt
+// end (the next turn) — plus, as `boundary-aware:decode`, the end of decoding (the next turn of a
+// live conversation that extends the decoded tokens), and as `boundary-aware:N`, one state every N
+// tokens of a long prefill (the interval:N positions) as a fallback when the tail of a path is
+// evicted.
 class BoundaryAwareRetention final : public RetentionPolicy {
  public:
-  explicit BoundaryAwareRetention(int64_t n) : n_(n) {}
+  BoundaryAwareRetention(int64_t n, bool decode_end) : n_(n), decode_end_(decode_end) {}
   std::string name() const override {
+    if (decode_end_) return "boundary-aware:decode";
     return n_ > 0 ? "boundary-aware:" + std::to_string(n_) : "boundary-aware";
   }
   void wanted(const RetentionContext& ctx, int64_t begin, int64_t end,
@@ -100,14 +102,15 @@ class BoundaryAwareRetention final : public RetentionPolicy {
     std::sort(out.begin() + std::ptrdiff_t(first), out.end(),
               [](const WantedCheckpoint& x, const WantedCheckpoint& y) { return x.position < y.position; });
   }
-  bool keeps_decode_end() const override { return true; }
+  bool keeps_decode_end() const override { return decode_end_; }
   bool allows(CheckpointReason r, int64_t p) const override {
     return (r == CheckpointReason::Interval && n_ > 0 && p % n_ == 0) || r == CheckpointReason::PromptEnd ||
-           r == CheckpointReason::Branch || r == CheckpointReason::DecodeEnd;
+           r == CheckpointReason::Branch || (decode_end_ && r == CheckpointReason::DecodeEnd);
   }
 
  private:
   int64_t n_;  // 0 = no interval positions
+  bool decode_end_;
 };
 
 // vLLM's retention interval 0 in this cache: the latest replay boundary (prompt end) and the
@@ -143,6 +146,7 @@ std::unique_ptr<RetentionPolicy> make_retention_policy(const std::string& spec, 
   if (spec == "prompt-end") return std::make_unique<PromptEnd>();
   if (spec == "junction") return std::make_unique<Junction>();
   if (spec == "none") return std::make_unique<NoRetention>();
+  if (spec == "boundary-aware:decode") return std::make_unique<BoundaryAwareRetention>(0, true);
   if (spec == "boundary-aware" || spec.rfind("boundary-aware:", 0) == 0) {
     int64_t n = 0;
     if (spec.size() > 14) {
@@ -153,7 +157,7 @@ std::unique_ptr<RetentionPolicy> make_retention_policy(const std::string& spec, 
     }
     if (n % page_tokens != 0)
       fail("retention policy '{}': interval {} is not a multiple of the page size {}", spec, n, page_tokens);
-    return std::make_unique<BoundaryAwareRetention>(n);
+    return std::make_unique<BoundaryAwareRetention>(n, false);
   }
   if (spec.rfind("interval:", 0) == 0) {
     const std::string arg = spec.substr(9);
@@ -167,7 +171,7 @@ std::unique_ptr<RetentionPolicy> make_retention_policy(const std::string& spec, 
   }
   fail(
       "unknown retention policy '{}' (every-block | interval:N | semantic | prompt-end | junction | "
-      "boundary-aware[:N] | none)",
+      "boundary-aware[:N|:decode] | none)",
       spec);
 }
 

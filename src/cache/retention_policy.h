@@ -3,8 +3,9 @@
 // always multiples of page_tokens: a wanted position is rounded DOWN to the page grid.
 // Specs: every-block | interval:N (N a multiple of page_tokens; + the prompt end) | semantic
 // (Marconi: branch points found at admission + the last decoded token) | prompt-end | junction
-// (vLLM's retention 0: prompt end + the shared-prefix junction) | boundary-aware[:N] (branch point,
-// prompt end, decode end; with N also every N tokens) | none.
+// (vLLM's retention 0: prompt end + the shared-prefix junction) | boundary-aware[:N|:decode]
+// (branch point + prompt end; with N also every N tokens; with decode also the end of decoding) |
+// none.
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,8 @@
 #include "replay/offline_bound.h"
 
 #include <algorithm>
+#include <limits>
+#include <map>
 
 #include "core/check.h"
 #include "core/hash.h"
@@ -33,39 +35,45 @@ std::vector<uint64_t> OfflineBound::page_keys(std::span<const int32_t> tokens, i
   return keys;
 }
 
-void OfflineBound::advance(double t_s) {
-  if (t_s <= t_) return;
+// Records c(t) after an event changed the running set.
+void OfflineBound::note_capacity(double t_s) {
+  t_ = std::max(t_, t_s);
   const double used = double(distinct_computed_) * page_bytes_ + double(running_.size()) * live_bytes_;
-  capacity_ += std::max(0.0, budget_ - used) * (t_s - t_);
-  t_ = t_s;
+  const double pages = std::max(0.0, budget_ - used) / page_bytes_;
+  if (!steps_.empty() && steps_.back().t_s >= t_)
+    steps_.back().pages = pages;
+  else
+    steps_.push_back({t_, pages});
 }
 
 void OfflineBound::admit(int64_t id, std::vector<uint64_t> prompt_keys, bool measured, double t_s) {
-  advance(t_s);
   if (running_.count(id)) return;
   Running r;
   r.keys = std::move(prompt_keys);
   for (uint64_t k : r.keys) {
     auto it = pages_.find(k);
     if (it == pages_.end()) break;  // never computed: neither it nor any deeper page can hit
-    if (measured)
-      gaps_.push_back(it->second.holders > 0 ? 0.0 : std::max(0.0, t_s - it->second.last_release_s));
+    if (!measured) continue;
+    if (it->second.holders > 0 || t_s <= it->second.last_release_s)
+      ++free_pages_;
+    else
+      intervals_.push_back({it->second.last_release_s, t_s});
   }
   for (uint64_t k : r.keys) ++pages_[k].holders;
   running_.emplace(id, std::move(r));
+  note_capacity(t_s);
 }
 
 void OfflineBound::prefill_done(int64_t id, double t_s) {
-  advance(t_s);
   auto it = running_.find(id);
   if (it == running_.end() || it->second.prefilled) return;
   it->second.prefilled = true;
   for (uint64_t k : it->second.keys)
     if (pages_[k].computed_holders++ == 0) ++distinct_computed_;
+  note_capacity(t_s);
 }
 
 void OfflineBound::finish(int64_t id, std::span<const int32_t> tokens, double t_s) {
-  advance(t_s);
   auto it = running_.find(id);
   if (it == running_.end()) return;
   for (uint64_t k : it->second.keys) {
@@ -80,28 +88,53 @@ void OfflineBound::finish(int64_t id, std::span<const int32_t> tokens, double t_
     if (p.holders == 0) p.last_release_s = t_s;
   }
   running_.erase(it);
+  note_capacity(t_s);
 }
 
+// Belady over the intervals with capacity c(t): sweep the events in time order; an interval that
+// ends while (partly) resident is a hit for the part kept; when the resident part exceeds c(t),
+// the intervals whose end lies furthest ahead lose their share first. Ends come before capacity
+// changes and starts at the same time.
 double OfflineBound::bound_hit_tokens(double end_s) const {
-  double capacity = capacity_;
-  if (end_s > t_) {
-    const double used = double(distinct_computed_) * page_bytes_ + double(running_.size()) * live_bytes_;
-    capacity += std::max(0.0, budget_ - used) * (end_s - t_);
-  }
-  std::vector<double> gaps = gaps_;
-  std::sort(gaps.begin(), gaps.end());
-  double pages = 0;
-  for (double g : gaps) {
-    const double cost = g * page_bytes_;
-    if (cost <= capacity) {
-      capacity -= cost;
-      pages += 1;
+  std::vector<Interval> iv = intervals_;
+  std::sort(iv.begin(), iv.end(), [](const Interval& a, const Interval& b) { return a.start_s < b.start_s; });
+  // Resident intervals: end time -> kept amount (fractions of a page); total kept <= c(t).
+  std::multimap<double, double> kept;
+  double total = 0, hits = 0, cap = budget_ / page_bytes_;
+  size_t next_iv = 0, next_step = 0;
+  auto enforce = [&] {
+    while (total > cap + 1e-12 && !kept.empty()) {
+      auto last = std::prev(kept.end());
+      const double cut = std::min(last->second, total - cap);
+      last->second -= cut;
+      total -= cut;
+      if (last->second <= 1e-12) kept.erase(last);
+    }
+    if (kept.empty()) total = 0;
+  };
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  for (;;) {
+    const double t_end = kept.empty() ? kInf : kept.begin()->first;
+    const double t_start = next_iv < iv.size() ? iv[next_iv].start_s : kInf;
+    const double t_step =
+        next_step < steps_.size() && steps_[next_step].t_s <= end_s ? steps_[next_step].t_s : kInf;
+    const double t = std::min({t_end, t_start, t_step});
+    if (t == kInf) break;
+    if (t_end == t) {
+      hits += kept.begin()->second;
+      total -= kept.begin()->second;
+      kept.erase(kept.begin());
+    } else if (t_step == t) {
+      cap = steps_[next_step++].pages;
+      enforce();
     } else {
-      pages += capacity / cost;
-      break;
+      kept.emplace(iv[next_iv].end_s, 1.0);
+      total += 1.0;
+      ++next_iv;
+      enforce();
     }
   }
-  return pages * double(page_tokens_);
+  return (hits + double(free_pages_)) * double(page_tokens_);
 }
 
 }  // namespace ds

@@ -1,20 +1,27 @@
 // OfflineBound: an upper bound on the prefix-cache hit tokens that ANY cache policy with a given
 // memory budget could have realized on one run's request timeline (admission, first-token and
-// finish times as the run produced them). Why it is a bound (a relaxation of the real problem):
+// finish times as the run produced them: the bound is per run, for that schedule). Why it is a bound:
 //  - a hit of request r on page j (the chained key of its first j+1 pages) needs that page resident
-//    at r's admission a_r. If some other request holding the page is running then, it is free.
-//    Otherwise the page was last held by a request that finished at f < a_r, and no request held
-//    it in between, so the cache alone kept it resident over [f, a_r]: a cost of
-//    page_bytes x (a_r - f) byte-seconds;
+//    at r's admission a_r. If some request holding the page is running then, it is free. Otherwise
+//    the page was last held by a request that finished at f < a_r, no request held it in between,
+//    so the cache alone kept it resident over the whole interval [f, a_r] (once dropped, a page
+//    comes back only by being recomputed by a request);
 //  - at every time t, cache-held pages + the distinct pages of running requests whose prefill is
-//    done + one live state per running request fit in the budget B (device + host tiers), so the
-//    cache-held byte-seconds of any policy sum to at most C = integral of (B - running(t)) dt;
-//  - any policy's measured hits are therefore a set of (request, page) items of total cost <= C.
-//    Maximising hit tokens over ALL such sets, dropping the constraints a real cache also has
-//    (pages of one hit form a prefix, a checkpoint must sit at its end, entries are whole pages of
-//    the engine's size, warm-up requests compete for the same memory), is a fractional knapsack:
-//    take items by increasing cost until C is spent. Its value >= what any policy realized.
-// Theoretical (infinite-cache) hits are the items with a finite cost; the bound is never above them.
+//    done + one live state per running request fit in the budget B (device + host tiers), so at
+//    most c(t) = (B - running(t)) / page_bytes pages' worth of those intervals are resident at t;
+//  - any policy's measured hits are therefore a set of intervals whose overlap at every t is at
+//    most c(t). Maximising their number over ALL such sets (fractionally: x_i in [0, 1]), dropping
+//    the constraints a real cache also has (pages of one hit form a prefix, a checkpoint must sit at
+//    its end and costs bytes, entries are whole pages of the engine's size, warm-up requests compete
+//    for the same memory, running requests hold pages while they prefill and decode), is an
+//    interval-packing LP with unit sizes. Belady's rule solves it exactly: sweep time, and whenever
+//    the intervals in the cache exceed c(t) drop (fractionally) those whose reuse lies furthest
+//    ahead; an exchange argument shows no other choice keeps more (the dropped interval's remaining
+//    occupancy covers that of any interval kept instead). So its value >= what any policy realized.
+//  Unlike a knapsack over byte-seconds, the capacity cannot be moved between times: idle memory
+//  early in a run does not pay for holding pages later, which is what makes the bound tight under
+//  overload.
+// Theoretical (infinite-cache) hits are the intervals plus the free reuses; the bound is never above them.
 // Tokens are hashed in pages of page_tokens (the chained page key of core/hash.h). Deterministic.
 #pragma once
 
@@ -42,7 +49,8 @@ class OfflineBound {
   void prefill_done(int64_t id, double t_s);                             // first token
   void finish(int64_t id, std::span<const int32_t> tokens, double t_s);  // prompt + decoded
 
-  // The bound at time `end_s` (capacity integrated up to then): hit tokens of measured requests.
+  // The bound for the admissions so far (up to `end_s`): hit tokens of measured requests. O(n log n)
+  // in the measured reusable pages.
   double bound_hit_tokens(double end_s) const;
 
  private:
@@ -55,15 +63,24 @@ class OfflineBound {
     std::vector<uint64_t> keys;  // prompt page keys registered at admission
     bool prefilled = false;
   };
-  void advance(double t_s);
+
+  struct Interval {
+    double start_s = 0, end_s = 0;  // last release of the page .. the admission that reuses it
+  };
+  struct Step {
+    double t_s = 0, pages = 0;  // from t_s on, room for this many cache-held pages
+  };
+  void note_capacity(double t_s);
 
   int64_t page_tokens_;
   double budget_, page_bytes_, live_bytes_;
   std::unordered_map<uint64_t, Page> pages_;
   std::unordered_map<int64_t, Running> running_;
-  int64_t distinct_computed_ = 0;  // pages with computed_holders > 0
-  double t_ = 0, capacity_ = 0;    // byte-seconds free for the cache so far
-  std::vector<double> gaps_;       // cost (seconds) of each measured reusable page; 0 = held live
+  int64_t distinct_computed_ = 0;    // pages with computed_holders > 0
+  double t_ = 0;                     // time of the last event
+  int64_t free_pages_ = 0;           // measured reuses of pages a running request held: always hits
+  std::vector<Interval> intervals_;  // measured reuses that need the page held by the cache
+  std::vector<Step> steps_;          // c(t), a step function in event order
 };
 
 }  // namespace ds

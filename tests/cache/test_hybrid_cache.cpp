@@ -2,6 +2,8 @@
 // token, so a page is 4 bytes; checkpoints 4 bytes unless stated).
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "cache/hybrid_cache.h"
 #include "cache_test_util.h"
 #include "core/check.h"
@@ -341,6 +343,50 @@ TEST(HybridCache, BoundaryAwareKeepsTheWaitingRequestsPath) {
     run_request(cache, next_a);  // admitted: a's path is an ordinary LRU path again
     cache.check_invariants();
   }
+}
+
+// A request whose prompt cannot get room even after evicting every unlocked entry evicts nothing
+// (the cache refuses up front, as vLLM's allocator does): the cached paths survive its wait.
+TEST(HybridCache, ARequestThatCannotFitEvictsNothing) {
+  HybridCache cache(small_config("prompt-end", "leaf-lru", 40));
+  const auto a = iota_tokens(100, 18);
+  run_request(cache, a);  // 4 pages + checkpoint at 16: 20 bytes cached
+  auto b = cache.admit(iota_tokens(300, 10));
+  ASSERT_TRUE(b);
+  ASSERT_TRUE(cache.reserve(b->seq, 10));  // 3 pages running: 8 bytes free, 20 reclaimable
+  auto c = cache.admit(iota_tokens(500, 40));
+  ASSERT_TRUE(c);
+  EXPECT_FALSE(cache.reserve(c->seq, 40));  // needs 40 bytes > 8 + 20
+  cache.abort(c->seq);
+  EXPECT_EQ(cache.match(concat(a, iota_tokens(700, 4))).n_hit_tokens, 16);
+  EXPECT_GE(cache.stats().room_refusals, 1);
+  EXPECT_EQ(cache.stats().pages_dropped, 0);
+  cache.check_invariants();
+}
+
+// Four sessions take turns over a cache that holds two of their paths while a long request runs:
+// LRU evicts every path just before its next turn and hits nothing; boundary-aware detects the
+// overload (evicted paths come back within the reuse horizon) and holds a subset of paths back
+// from new prompts, so those sessions keep hitting.
+TEST(HybridCache, BoundaryAwareHoldsPathsUnderCyclicOverload) {
+  std::map<std::string, int64_t> late_hits;
+  for (const char* eviction : {"leaf-lru", "boundary-aware"}) {
+    SCOPED_TRACE(eviction);
+    HybridCache cache(small_config("boundary-aware", eviction, 50));
+    auto bg = cache.admit(iota_tokens(9000, 4));  // runs throughout: every admission has company
+    ASSERT_TRUE(bg);
+    ASSERT_TRUE(cache.reserve(bg->seq, 4));
+    for (int round = 0; round < 40; ++round)
+      for (int s = 0; s < 4; ++s) {
+        // Turn `round` of session s: its 16-token base + one fresh token (hit up to 16).
+        const auto prompt = concat(iota_tokens(1000 * (s + 1), 16), {int32_t(100000 + round)});
+        const CacheHit hit = run_request(cache, prompt);
+        if (round >= 30) late_hits[eviction] += hit.n_hit_tokens;
+      }
+    cache.check_invariants();
+  }
+  EXPECT_EQ(late_hits["leaf-lru"], 0);
+  EXPECT_GE(late_hits["boundary-aware"], 10 * 16);  // at least one session hits every turn
 }
 
 TEST(HybridCache, ConfigErrorsNameTheField) {

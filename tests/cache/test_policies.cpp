@@ -53,9 +53,14 @@ TEST(Retention, BoundaryAwareAndJunction) {
   auto ba = make_retention_policy("boundary-aware", 4);
   EXPECT_EQ(positions(*ba, {4, 18, 12}, 0, 18), (std::vector<int64_t>{12, 16}));  // branch, prompt end
   EXPECT_EQ(positions(*ba, {4, 18, 0}, 0, 18), (std::vector<int64_t>{16}));
-  EXPECT_TRUE(ba->keeps_decode_end());
-  EXPECT_TRUE(ba->allows(CheckpointReason::DecodeEnd, 20));
+  EXPECT_FALSE(ba->keeps_decode_end());
+  EXPECT_FALSE(ba->allows(CheckpointReason::DecodeEnd, 20));
   EXPECT_FALSE(ba->allows(CheckpointReason::Interval, 8));
+  auto bad = make_retention_policy("boundary-aware:decode", 4);  // + the end of decoding
+  EXPECT_EQ(positions(*bad, {4, 18, 12}, 0, 18), (std::vector<int64_t>{12, 16}));
+  EXPECT_TRUE(bad->keeps_decode_end());
+  EXPECT_TRUE(bad->allows(CheckpointReason::DecodeEnd, 20));
+  EXPECT_EQ(bad->name(), "boundary-aware:decode");
   auto ba8 = make_retention_policy("boundary-aware:8", 4);  // + the interval grid
   EXPECT_EQ(positions(*ba8, {4, 22, 12}, 0, 22), (std::vector<int64_t>{8, 12, 16, 20}));
   EXPECT_TRUE(ba8->allows(CheckpointReason::Interval, 16));

@@ -1,4 +1,4 @@
-// OfflineBound on hand-built timelines (exact knapsack values) and on replays: realized <= bound
+// OfflineBound on hand-built timelines (exact Belady values) and on replays: realized <= bound
 // <= theoretical for every policy and budget tried.
 #include <gtest/gtest.h>
 
@@ -17,21 +17,38 @@ std::vector<int32_t> tokens(int n, int32_t first = 0) {
   return t;
 }
 
-// Page 4 tokens, 1 byte; request 1 holds a 12-token prompt from t = 0 to 2; request 2 (the same 12
-// tokens + 5) is admitted at t = 12: its 3 reusable pages each cost 10 byte-seconds of holding.
-TEST(OfflineBound, KnapsackOverHoldingCosts) {
+// Page 4 tokens, 4 bytes; request 1 holds a 12-token prompt from t = 0 to 2; request 2 (the same 12
+// tokens + 5) is admitted at t = 12: its 3 reusable pages must stay in the cache over [2, 12], where
+// nothing runs, so at most budget / 4 pages of them (fractionally) can.
+TEST(OfflineBound, PagesHeldOverTheGapFitTheBudget) {
   const auto p1 = tokens(12), p2 = tokens(17);
-  for (double budget : {0.5, 2.0, 100.0}) {
+  for (double budget : {0.5, 2.0, 8.0, 100.0}) {
     OfflineBound b(4, budget, 4.0, 0.0);
     b.admit(1, OfflineBound::page_keys(p1, 4, true), true, 0);
     b.prefill_done(1, 1);
     b.finish(1, p1, 2);
     b.admit(2, OfflineBound::page_keys(p2, 4, true), true, 12);
-    // Capacity: budget x 12 s, less request 1's 2 pages (prompt rule: [0, 11)) while running.
-    const double capacity = budget * 12 - std::min(budget, 8.0) * 1;
-    const double expect = std::min(3.0, std::max(0.0, capacity) / 40.0) * 4;
-    EXPECT_NEAR(b.bound_hit_tokens(12), expect, 1e-9) << "budget " << budget;
+    EXPECT_NEAR(b.bound_hit_tokens(12), std::min(3.0, budget / 4.0) * 4, 1e-9) << "budget " << budget;
   }
+}
+
+// Capacity cannot move between times: one page of room, two pages released at t = 2, one reused
+// at t = 3 and one at t = 12. Only one can be held over [2, 3]; Belady keeps the sooner reuse, so
+// the bound is one page (a byte-second knapsack would have paid for both with the idle room later).
+TEST(OfflineBound, BeladyKeepsTheSoonerReuse) {
+  const auto a = tokens(5, 0), c = tokens(5, 100);
+  auto bound = [&](double budget) {
+    OfflineBound b(4, budget, 4.0, 0.0);
+    b.admit(1, OfflineBound::page_keys(a, 4, true), false, 0);
+    b.admit(2, OfflineBound::page_keys(c, 4, true), false, 0);
+    b.finish(1, a, 2);
+    b.finish(2, c, 2);
+    b.admit(3, OfflineBound::page_keys(c, 4, true), true, 3);
+    b.admit(4, OfflineBound::page_keys(a, 4, true), true, 12);
+    return b.bound_hit_tokens(12);
+  };
+  EXPECT_DOUBLE_EQ(bound(4.0), 4.0);  // one page of room: the reuse at t = 3 only
+  EXPECT_DOUBLE_EQ(bound(8.0), 8.0);  // two pages of room: both
 }
 
 TEST(OfflineBound, APageHeldByARunningRequestIsFree) {
