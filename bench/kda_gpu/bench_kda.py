@@ -92,8 +92,7 @@ def median_ms(fn, reps, warmup=3, flush=None):
     return statistics.median(times), times
 
 
-def copy_bandwidth():
-    n = 4 << 30
+def copy_bandwidth(n=4 << 30):
     src = torch.empty(n, dtype=torch.uint8, device='cuda').random_(0, 255)
     dst = torch.empty_like(src)
     ms, _ = median_ms(lambda: dst.copy_(src), 20)
@@ -265,11 +264,25 @@ def run_checkpoints(ours, cases, reps, results, flush):
         torch.cuda.empty_cache()
 
 
-def run_decode(ours, fused_recurrent_kda_fwd, batches, H, gate, copy_bw, results, steps=32):
-    print(f'\n== decode ({gate} gate, H={H}): deltaserve kda_decode vs fla fused_recurrent_kda, '
-          f'{steps}-step CUDA graph over rotating slots ==')
-    print(f"{'B':>4} {'fla us':>8} {'ours us':>8} {'ratio':>6} {'fla TB/s':>8} {'ours TB/s':>9} "
-          f"{'ours % copy':>11} {'fla % copy':>10}")
+def decode_form(name):
+    """Select deltaserve's decode kernel form (env DS_KDA_DECODE, read at launch / graph capture)."""
+    if name == 'default':
+        os.environ.pop('DS_KDA_DECODE', None)
+    else:
+        os.environ['DS_KDA_DECODE'] = name
+
+
+def run_decode(ours, fused_recurrent_kda_fwd, batches, H, gate, copy_bw, results, steps=32, forms=('default',),
+               with_fla=True, rounds=1):
+    """Each deltaserve form in `forms` (and fla) as a graph of `steps` decode steps; the graphs are
+    timed in turn, `rounds` times (the spread between rounds is the noise); before timing, every
+    form's y and states after one step are compared with the first form's on the same inputs."""
+    print(f'\n== decode ({gate} gate, H={H}): deltaserve kda_decode forms {",".join(forms)}'
+          f'{" vs fla fused_recurrent_kda" if with_fla else ""}, {steps}-step CUDA graph over rotating slots ==')
+    hdr = f"{'B':>4} {'fla us':>8} {'fla %':>6}" if with_fla else f"{'B':>4}"
+    for f in forms:
+        hdr += f" {f + ' us':>15} {'%copy':>6}"
+    print(hdr)
     lb = -5.0 if gate == 'safe' else None
     state_bytes = H * D * D * 4
     for B in batches:
@@ -295,7 +308,27 @@ def run_decode(ours, fused_recurrent_kda_fwd, batches, H, gate, copy_bw, results
         fg = x['f'].view(B, 1, H, D)
         fb = x['b'].view(B, 1, H)
         fo = torch.empty((B, 1, H, D), dtype=torch.bfloat16, device='cuda')
-        fpool = pool.clone()
+        fpool = pool.clone() if with_fla else None
+
+        # Same function in every form: one step on copies, compared with the first form.
+        sel = slot_sets_long[0]
+        ref = None
+        row = dict(gate=gate, H=H, B=B, forms={})
+        for f in forms:
+            decode_form(f)
+            p2, c2 = pool.clone(), conv.clone()
+            x['y'].fill_(float('nan'))
+            ours.decode(x, p2, c2, slot_sets[0])
+            got = (x['y'].float().clone(), p2[sel].clone(), c2[sel].clone())
+            if ref is None:
+                ref = got
+            else:
+                ey, es, ec = rel(got[0], ref[0]), rel(got[1], ref[1]), (got[2] - ref[2]).abs().max().item()
+                row['forms'][f] = dict(y_vs_first=ey, states_vs_first=es, conv_vs_first=ec)
+                print(f'  [{f} vs {forms[0]}] y {ey:.2e}, states {es:.2e}, conv max |d| {ec:.1e}', flush=True)
+            del p2, c2
+        del ref, got
+        decode_form('default')
 
         def ours_step(i):
             ours.decode(x, pool, conv, slot_sets[i])
@@ -320,21 +353,34 @@ def run_decode(ours, fused_recurrent_kda_fwd, batches, H, gate, copy_bw, results
                     step(i)
             return graph
 
-        with torch.inference_mode():
-            g_ours, g_fla = graph_of(ours_step), graph_of(fla_step)
-            t_ours, _ = median_ms(g_ours.replay, 20)
-            t_fla, _ = median_ms(g_fla.replay, 20)
-        us_ours, us_fla = t_ours * 1e3 / steps, t_fla * 1e3 / steps
         moved = 2 * B * state_bytes  # state read + written
-        bw_ours, bw_fla = moved / (us_ours * 1e-6), moved / (us_fla * 1e-6)
-        row = dict(gate=gate, H=H, B=B, fla_us=us_fla, ours_us=us_ours, ratio=us_fla / us_ours,
-                   ours_state_TBps=bw_ours / 1e12, fla_state_TBps=bw_fla / 1e12,
-                   ours_frac_copy=bw_ours / copy_bw, fla_frac_copy=bw_fla / copy_bw)
+        with torch.inference_mode():
+            graphs = {}
+            for f in forms:
+                decode_form(f)
+                graphs[f] = graph_of(ours_step)
+            decode_form('default')
+            if with_fla:
+                graphs['fla'] = graph_of(fla_step)
+            times = {k: [] for k in graphs}
+            for _ in range(rounds):
+                for k, g in graphs.items():
+                    times[k].append(median_ms(g.replay, 20)[0] * 1e3 / steps)
+        line = f'{B:>4}'
+        if with_fla:
+            us = min(times['fla'])
+            row.update(fla_us=us, fla_us_rounds=times['fla'], fla_frac_copy=moved / (us * 1e-6) / copy_bw)
+            line += f" {us:8.1f} {100 * row['fla_frac_copy']:5.1f}%"
+        for f in forms:
+            us = min(times[f])
+            frac = moved / (us * 1e-6) / copy_bw
+            row['forms'].setdefault(f, {}).update(us=us, us_rounds=times[f], frac_copy=frac)
+            spread = ','.join(f'{t:.1f}' for t in times[f])
+            line += f" {spread:>15} {100 * frac:5.1f}%"
         results['decode'].append(row)
         dump(results)
-        print(f"{B:>4} {us_fla:8.1f} {us_ours:8.1f} {us_fla / us_ours:6.2f} {bw_fla / 1e12:8.2f} "
-              f"{bw_ours / 1e12:9.2f} {100 * bw_ours / copy_bw:10.1f}% {100 * bw_fla / copy_bw:9.1f}%", flush=True)
-        del pool, conv, fpool, g_ours, g_fla
+        print(line, flush=True)
+        del pool, conv, fpool, graphs
         torch.cuda.empty_cache()
 
 
@@ -351,6 +397,12 @@ def main():
     ap.add_argument('--ours-only', action='store_true', help='prefill: time deltaserve only')
     ap.add_argument('--shapes', default='grid,varlen', help='prefill shapes: grid (H x T), varlen (16 sequences)')
     ap.add_argument('--lib-base', default='', help='prefill: also time this deltaserve library (before/after)')
+    ap.add_argument('--decode-forms', default='default',
+                    help='decode: deltaserve forms to time side by side (env DS_KDA_DECODE values; default = built-in)')
+    ap.add_argument('--decode-batches', default='', help='decode: batch sizes, e.g. 1,8,64,256')
+    ap.add_argument('--decode-rounds', type=int, default=1, help='decode: time every graph this many times in turn')
+    ap.add_argument('--no-fla-decode', action='store_true', help='decode: skip fla')
+    ap.add_argument('--copy-sizes', default='4096', help='device copy sizes in MiB (the first is the ceiling)')
     ap.add_argument('--fla-at', default='', help='prefill: run fla only at these shapes, H:T,... (T summed for varlen)')
     a = ap.parse_args()
     sys.path.insert(0, a.fla)
@@ -364,10 +416,13 @@ def main():
     ours = Ours(load_lib(a.lib))
     torch.backends.cuda.matmul.allow_tf32 = False
     print(f'device: {torch.cuda.get_device_name()}, torch {torch.__version__}')
-    copy_bw = copy_bandwidth()
+    copies = {int(m): copy_bandwidth(int(m) << 20) for m in a.copy_sizes.split(',')}
+    copy_bw = copies[int(a.copy_sizes.split(',')[0])]
     mm = matmul_rate()
-    print(f'device-to-device copy: {copy_bw / 1e12:.3f} TB/s (read + write); bf16 8192^3 matmul: {mm / 1e12:.0f} TFLOP/s')
-    results = dict(_out=a.out, copy_TBps=copy_bw / 1e12, matmul_TFLOPs=mm / 1e12, prefill=[], checkpoints=[],
+    for m, bw in copies.items():
+        print(f'device-to-device copy of {m} MiB: {bw / 1e12:.3f} TB/s (read + write)')
+    print(f'bf16 8192^3 matmul: {mm / 1e12:.0f} TFLOP/s')
+    results = dict(_out=a.out, copy_TBps=copy_bw / 1e12, copies_TBps={m: bw / 1e12 for m, bw in copies.items()}, matmul_TFLOPs=mm / 1e12, prefill=[], checkpoints=[],
                    decode=[], sweep=[], segments=[],
                    env=dict(device=torch.cuda.get_device_name(), torch=torch.__version__,
                             k2_warps=os.environ.get('DS_KDA_K2_WARPS', 'auto')))
@@ -391,8 +446,11 @@ def main():
                     base=base, fla_at=fla_at)
     if 'decode' in parts:
         batches = [1, 64, 256] if a.quick else [1, 8, 32, 64, 128, 256]
+        if a.decode_batches:
+            batches = [int(b) for b in a.decode_batches.split(',')]
         for gate in a.gates.split(','):
-            run_decode(ours, fused_recurrent_kda_fwd, batches, 32, gate, copy_bw, results)
+            run_decode(ours, fused_recurrent_kda_fwd, batches, 32, gate, copy_bw, results,
+                       forms=a.decode_forms.split(','), with_fla=not a.no_fla_decode, rounds=a.decode_rounds)
     if 'checkpoints' in parts:
         ck_cases = []
         if 'safe' in a.gates:

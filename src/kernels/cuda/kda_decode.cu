@@ -9,6 +9,9 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include <cstdlib>
+#include <string_view>
+
 #include "kernels/cuda/act_io.cuh"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/kda_launch.h"
@@ -114,8 +117,33 @@ __global__ void __launch_bounds__(128) kda_decode_kernel(KdaDecodeLaunch p) {
 
 }  // namespace
 
+// The form used when DS_KDA_DECODE is unset or names no form (kda_launch.h lists them).
+constexpr const char* kDefaultDecodeForm = "rows";
+
+KdaDecodeForm parse_kda_decode_form(const char* name) {
+  std::string_view n = name ? name : kDefaultDecodeForm;
+  KdaDecodeForm f;
+  auto suffix = [&n](std::string_view x) {
+    if (n.size() < x.size() || n.substr(n.size() - x.size()) != x) return false;
+    n.remove_suffix(x.size());
+    return true;
+  };
+  for (bool more = true; more;) {
+    more = false;
+    if (suffix("-pf")) f.prefetch = more = true;
+    if (suffix("-hf")) f.heads_first = more = true;
+  }
+  if (n == "rows") return KdaDecodeForm{};
+  if (n == "cols") return f.cols = true, f;
+  if (n == "cols-smem4") return f.cols = true, f.smem_ctas = 4, f;
+  if (n == "cols-smem5") return f.cols = true, f.smem_ctas = 5, f;
+  return name ? parse_kda_decode_form(nullptr) : KdaDecodeForm{};
+}
+
 void launch_kda_decode(const KdaDecodeLaunch& l) {
   if (l.B == 0) return;
+  const KdaDecodeForm form = parse_kda_decode_form(std::getenv("DS_KDA_DECODE"));
+  if (form.cols && kda_decode_cols_supported(l)) return launch_kda_decode_cols(l, form);
   const dim3 grid{unsigned(l.B), unsigned(l.H)};
   const cudaStream_t stream = static_cast<cudaStream_t>(l.stream);
   if (l.bf16)

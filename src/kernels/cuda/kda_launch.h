@@ -44,6 +44,21 @@ struct KdaDecodeLaunch {
 };
 
 void launch_kda_prefill(const KdaPrefillLaunch& l);
+// Decode. launch_kda_decode runs the form named by env DS_KDA_DECODE, else the default:
+//   rows         state rows split over warps, state in registers (kda_decode.cu, the plain form);
+//   cols         value columns per warp, state in registers (kda_decode_cols.cu);
+//   cols-smem4, cols-smem5  the same with half the state rows in shared memory (4 / 5 CTAs per SM);
+// with suffixes -pf (L2 prefetch of the state of the CTA one residency later in launch order) and
+// -hf (heads first in launch order: the CTAs of one sequence run together), e.g. cols-smem5-pf-hf.
+// The column forms need conv size 4; other sizes take the rows form.
+struct KdaDecodeForm {
+  bool cols = false;
+  int smem_ctas = 0;  // 0: whole state in registers (3 CTAs per SM); 4 or 5: half in shared memory
+  bool prefetch = false, heads_first = false;
+};
+KdaDecodeForm parse_kda_decode_form(const char* name);  // nullptr or unknown: the default
 void launch_kda_decode(const KdaDecodeLaunch& l);
+bool kda_decode_cols_supported(const KdaDecodeLaunch& l);
+void launch_kda_decode_cols(const KdaDecodeLaunch& l, const KdaDecodeForm& form);  // form.cols
 
 }  // namespace ds::cuda

@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <optional>
+#include <string>
 
 #include "../kda_batch_case.h"
 #include "kernels/cuda/device_buffer.h"
@@ -230,6 +231,21 @@ TEST_F(KdaCuda, DecodeMatchesCpu) {
   expect_decode(KdaDecodeCase::make(7, 4, 128, -5.0f, DType::F32, 32), "safe f32 B7");
   expect_decode(KdaDecodeCase::make(64, 32, 128, std::nullopt, DType::BF16, 33), "softplus bf16 B64 H32");
   expect_decode(KdaDecodeCase::make(3, 96, 128, -5.0f, DType::BF16, 34), "safe bf16 B3 H96");
+}
+
+// Every decode form (env DS_KDA_DECODE, kernels/cuda/kda_launch.h) computes the same function.
+TEST_F(KdaCuda, DecodeFormsMatchCpu) {
+  for (const char* form : {"rows", "cols", "cols-smem4", "cols-smem5", "cols-pf", "cols-smem5-pf", "cols-hf",
+                           "cols-smem5-pf-hf"}) {
+    setenv("DS_KDA_DECODE", form, 1);
+    const std::string f = form;
+    expect_decode(KdaDecodeCase::make(64, 32, 128, std::nullopt, DType::BF16, 41),
+                  (f + " softplus bf16 B64").c_str());
+    expect_decode(KdaDecodeCase::make(5, 8, 128, -5.0f, DType::F32, 42), (f + " safe f32 B5 H8").c_str());
+    expect_decode(KdaDecodeCase::make(2, 96, 128, std::nullopt, DType::F32, 43),
+                  (f + " softplus f32 B2 H96").c_str());
+  }
+  unsetenv("DS_KDA_DECODE");
 }
 
 }  // namespace

@@ -1,0 +1,213 @@
+// KDA decode on sm_90, column-per-warp form (K = V = 128, conv size 4): the same function as
+// kda_decode.cu's kernel (its plain form), laid out so that nothing after the state arrives waits
+// on another warp. One CTA of 128 threads per (sequence, head):
+//   - the small per-channel inputs (conv windows and taps, gate, β, gate of the norm) are loaded
+//     first, then every 16-byte state load of the thread is issued, then the conv step, gate and
+//     L2-norm sums are computed while the state is in flight (one barrier);
+//   - warp w owns value columns 32w .. 32w+31; lane (rs = lane / 8, cg = lane % 8) holds rows
+//     4i + rs (i = 0..31) of columns 32w + 4cg .. +3, so each load instruction reads four whole
+//     128-byte lines, and kᵀS', qᵀS' for a column are finished with two warp shuffles: the update
+//     and the 16-byte stores follow without a barrier;
+//   - kRegRows of the 32 rows sit in registers, the others are copied to shared memory by cp.async
+//     (no registers held while in flight), which lets more CTAs stay resident per multiprocessor.
+// With S' = Diag(α) S and raw (unnormalised) conv outputs q̃, k̃ (q = q̃/|q̃|, k = k̃/|k̃|):
+//   kᵀS' = k̃ᵀS' / |k̃|,  e = v − kᵀS',  o = scale · (qᵀS' + β (q·k) e),  S ← S' + k̃ (β e / |k̃|).
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include "kernels/cuda/act_io.cuh"
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/kda_launch.h"
+#include "kernels/cuda/mma.cuh"
+#include "kernels/cuda/vec_load.cuh"
+
+namespace ds::cuda {
+namespace {
+
+constexpr int kD = 128;
+constexpr int kW = 4, kWl = kW - 1;  // conv taps, window length
+
+__device__ __forceinline__ void cp_async_wait_all() {
+  asm volatile("cp.async.wait_all;\n" ::: "memory");
+}
+__device__ __forceinline__ void prefetch_l2(const void* p) {
+  asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p));
+}
+__device__ __forceinline__ float4 fma4(float4 a, float s, float4 c) {
+  return make_float4(fmaf(a.x, s, c.x), fmaf(a.y, s, c.y), fmaf(a.z, s, c.z), fmaf(a.w, s, c.w));
+}
+
+template <class T, int kRegRows, int kMinCtas>
+__global__ void __launch_bounds__(128, kMinCtas) kda_decode_cols_kernel(KdaDecodeLaunch p, int ahead, bool heads_first) {
+  constexpr int kShRows = 32 - kRegRows;
+  __shared__ float4 rec[kD];  // row r: {α, k̃, q̃, 0}
+  __shared__ float k_s[kD];   // k̃
+  __shared__ __align__(16) float v_s[kD], o_s[kD];
+  __shared__ float red[4][4];
+  __shared__ float4 s_sh[kShRows > 0 ? kShRows : 1][128];
+  // Item (sequence bi, head h) of this CTA and the linear launch order (x fastest).
+  const int64_t lin = int64_t(blockIdx.y) * gridDim.x + blockIdx.x;
+  const int bi = heads_first ? blockIdx.y : blockIdx.x, h = heads_first ? blockIdx.x : blockIdx.y;
+  const int j = threadIdx.x;
+  const int w = j / 32, lane = j % 32, cg = lane % 8, rs = lane / 8;
+  const int P = p.H * kD, ch = h * kD + j;
+
+  // Small inputs first (channel j of q, k, v): activations, gate inputs, taps.
+  const T* pre[3] = {static_cast<const T*>(p.q), static_cast<const T*>(p.k), static_cast<const T*>(p.v)};
+  const int64_t pre_stride[3] = {p.q_stride, p.k_stride, p.v_stride};
+  float x[3], tap[3][kW];
+#pragma unroll
+  for (int pr = 0; pr < 3; ++pr) {
+    x[pr] = load_act(pre[pr], int64_t(bi) * pre_stride[pr] + ch);
+#pragma unroll
+    for (int t = 0; t < kW; ++t) tap[pr][t] = p.taps[(int64_t(pr) * P + ch) * kW + t];
+  }
+  const float z = load_act(static_cast<const T*>(p.f), int64_t(bi) * p.f_stride + ch) + p.dt_bias[ch];
+  const float b_raw = load_act(static_cast<const T*>(p.b), int64_t(bi) * p.b_stride + h);
+  const float a_log = p.a_log[h];
+  const int slot = p.slots[bi];
+  // Optional L2 prefetch of the state of the CTA `ahead` places later in launch order (about the
+  // one that starts when this one ends): DRAM reads in flight without registers or shared memory.
+  const int64_t next = lin + ahead;
+  const bool prefetch = ahead > 0 && next < int64_t(p.B) * p.H;
+  const int64_t next_b = heads_first ? next / p.H : next % p.B, next_h = heads_first ? next % p.H : next / p.B;
+  const int next_slot = prefetch ? p.slots[next_b] : 0;
+  float* win_base = p.conv + int64_t(slot) * p.conv_stride + int64_t(ch) * kWl;
+  float win[3][kWl];
+#pragma unroll
+  for (int pr = 0; pr < 3; ++pr)
+#pragma unroll
+    for (int t = 0; t < kWl; ++t) win[pr][t] = win_base[int64_t(pr) * P * kWl + t];
+
+  // Every state load of this thread: element (row r, column c) at S + r·128 + c.
+  float* S = p.pool + int64_t(slot) * p.slot_stride + int64_t(h) * kD * kD + 32 * w + 4 * cg + rs * kD;
+#pragma unroll
+  for (int i = kRegRows; i < 32; ++i) cp_async16(&s_sh[i - kRegRows][j], S + i * 4 * kD, true);
+  float4 s[kRegRows];
+#pragma unroll
+  for (int i = 0; i < kRegRows; ++i) s[i] = *reinterpret_cast<const float4*>(S + i * 4 * kD);
+
+  if (prefetch) {
+    const float* sn = p.pool + int64_t(next_slot) * p.slot_stride + next_h * kD * kD;
+#pragma unroll
+    for (int q = 0; q < 4; ++q) prefetch_l2(sn + (q * 128 + j) * 32);  // 512 lines of 128 bytes
+  }
+
+  // Conv step (window shifts), SiLU, gate, β; the three sums of the L2 norms.
+  float c[3];
+#pragma unroll
+  for (int pr = 0; pr < 3; ++pr) {
+    float acc = tap[pr][kWl] * x[pr];
+#pragma unroll
+    for (int t = 0; t < kWl; ++t) acc = fmaf(tap[pr][t], win[pr][t], acc);
+    c[pr] = acc / (1.0f + expf(-acc));
+    float* wp = win_base + int64_t(pr) * P * kWl;
+#pragma unroll
+    for (int t = 0; t + 1 < kWl; ++t) wp[t] = win[pr][t + 1];
+    wp[kWl - 1] = x[pr];
+  }
+  const float a = expf(a_log);
+  const float g =
+      p.safe_gate ? p.lower_bound / (1.0f + expf(-a * z)) : -a * (z > 20.0f ? z : log1pf(expf(z)));
+  const float al = expf(g);
+  const float beta = 1.0f / (1.0f + expf(-b_raw));
+  rec[j] = make_float4(al, c[1], c[0], 0.0f);
+  k_s[j] = c[1], v_s[j] = c[2];
+  float qq = warp_sum(c[0] * c[0]), kk = warp_sum(c[1] * c[1]), qk = warp_sum(c[0] * c[1]);
+  if (lane == 0) red[0][w] = qq, red[1][w] = kk, red[2][w] = qk;
+  __syncthreads();
+  qq = red[0][0] + red[0][1] + red[0][2] + red[0][3];
+  kk = red[1][0] + red[1][1] + red[1][2] + red[1][3];
+  qk = red[2][0] + red[2][1] + red[2][2] + red[2][3];
+  const float inv_q = rsqrtf(qq + 1e-6f), inv_k = rsqrtf(kk + 1e-6f);
+  const float qk_n = qk * inv_q * inv_k;
+
+  // kᵀS', qᵀS' over this lane's rows, then over the four row groups of the warp.
+  if constexpr (kShRows > 0) cp_async_wait_all();  // own copies only: no barrier needed
+  float4 pa = make_float4(0, 0, 0, 0), pb = pa;
+#pragma unroll
+  for (int i = 0; i < 32; ++i) {
+    const float4 rc = rec[4 * i + rs];
+    float4& sv = i < kRegRows ? s[i < kRegRows ? i : 0] : s_sh[i < kRegRows ? 0 : i - kRegRows][j];
+    sv.x *= rc.x, sv.y *= rc.x, sv.z *= rc.x, sv.w *= rc.x;  // S' = Diag(α) S, kept
+    pa = fma4(sv, rc.y, pa);
+    pb = fma4(sv, rc.z, pb);
+  }
+#pragma unroll
+  for (int o = 8; o < 32; o *= 2) {
+    pa.x += __shfl_xor_sync(0xffffffffu, pa.x, o), pa.y += __shfl_xor_sync(0xffffffffu, pa.y, o);
+    pa.z += __shfl_xor_sync(0xffffffffu, pa.z, o), pa.w += __shfl_xor_sync(0xffffffffu, pa.w, o);
+    pb.x += __shfl_xor_sync(0xffffffffu, pb.x, o), pb.y += __shfl_xor_sync(0xffffffffu, pb.y, o);
+    pb.z += __shfl_xor_sync(0xffffffffu, pb.z, o), pb.w += __shfl_xor_sync(0xffffffffu, pb.w, o);
+  }
+  const float4 v4 = *reinterpret_cast<const float4*>(&v_s[32 * w + 4 * cg]);
+  const float4 e = make_float4(v4.x - pa.x * inv_k, v4.y - pa.y * inv_k, v4.z - pa.z * inv_k, v4.w - pa.w * inv_k);
+  const float bq = beta * qk_n, bk = beta * inv_k;
+  const float4 o = make_float4(p.scale * (pb.x * inv_q + bq * e.x), p.scale * (pb.y * inv_q + bq * e.y),
+                               p.scale * (pb.z * inv_q + bq * e.z), p.scale * (pb.w * inv_q + bq * e.w));
+  const float4 u = make_float4(bk * e.x, bk * e.y, bk * e.z, bk * e.w);
+
+  // S ← S' + k̃ uᵀ, stored as it is formed. k̃ is read as one float per row: reading the float4
+  // records again made ptxas hoist all 32 of them and spill.
+#pragma unroll
+  for (int i = 0; i < 32; ++i) {
+    const float4 sv = i < kRegRows ? s[i < kRegRows ? i : 0] : s_sh[i < kRegRows ? 0 : i - kRegRows][j];
+    *reinterpret_cast<float4*>(S + i * 4 * kD) = fma4(u, k_s[4 * i + rs], sv);
+  }
+
+  // Gated RMSNorm output: Σ o² over the 128 columns (row group 0 of each warp holds them).
+  float o2 = rs == 0 ? o.x * o.x + o.y * o.y + o.z * o.z + o.w * o.w : 0.0f;
+  o2 = warp_sum(o2);
+  if (rs == 0) *reinterpret_cast<float4*>(&o_s[32 * w + 4 * cg]) = o;
+  if (lane == 0) red[3][w] = o2;
+  const float rg = load_act(static_cast<const T*>(p.r), int64_t(bi) * p.r_stride + ch);
+  const float on = p.o_norm[j];
+  __syncthreads();
+  const float ms = red[3][0] + red[3][1] + red[3][2] + red[3][3];
+  const float y = o_s[j] * rsqrtf(ms / kD + p.eps) * on / (1.0f + expf(-rg));
+  store_act(static_cast<T*>(p.y), int64_t(bi) * p.y_stride + ch, y);
+}
+
+template <class T, int kRegRows, int kMinCtas>
+void launch_form(const KdaDecodeLaunch& l, const KdaDecodeForm& form) {
+  const auto kernel = kda_decode_cols_kernel<T, kRegRows, kMinCtas>;
+  if constexpr (kRegRows < 32) {  // room for kMinCtas × 36 KiB of shared memory per multiprocessor
+    static const cudaError_t carveout = cudaFuncSetAttribute(
+        kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
+    check(carveout, "kda_decode: shared memory carveout");
+  }
+  static const int resident = [kernel] {  // CTAs resident on the whole device
+    int dev = 0, sms = 0, per_sm = 0;
+    cudaGetDevice(&dev);
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, 128, 0);
+    return sms * per_sm;
+  }();
+  const bool hf = form.heads_first && l.B <= 65535;  // grid y limit
+  const dim3 grid = hf ? dim3{unsigned(l.H), unsigned(l.B)} : dim3{unsigned(l.B), unsigned(l.H)};
+  kernel<<<grid, 128, 0, static_cast<cudaStream_t>(l.stream)>>>(l, form.prefetch ? resident : 0, hf);
+  check_launch("kda_decode (columns) kernel");
+}
+
+template <class T>
+void launch_typed(const KdaDecodeLaunch& l, const KdaDecodeForm& form) {
+  if (form.smem_ctas == 4) return launch_form<T, 16, 4>(l, form);
+  if (form.smem_ctas == 5) return launch_form<T, 16, 5>(l, form);
+  return launch_form<T, 32, 3>(l, form);
+}
+
+}  // namespace
+
+bool kda_decode_cols_supported(const KdaDecodeLaunch& l) {
+  return l.W == kW;
+}
+
+void launch_kda_decode_cols(const KdaDecodeLaunch& l, const KdaDecodeForm& form) {
+  if (l.B == 0) return;
+  if (l.bf16)
+    launch_typed<__nv_bfloat16>(l, form);
+  else
+    launch_typed<float>(l, form);
+}
+
+}  // namespace ds::cuda
