@@ -33,7 +33,8 @@ void ReuseMonitor::add_distance(uint32_t distance) {
   const size_t n = static_cast<size_t>(std::min<int64_t>(n_distances_, kWindow));
   std::array<uint32_t, kWindow> v = recent_;
   const size_t k = n * 9 / 10;
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.begin() + static_cast<std::ptrdiff_t>(n));
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k),
+                   v.begin() + static_cast<std::ptrdiff_t>(n));
   horizon_ = v[k] + v[k] / 2;
 }
 

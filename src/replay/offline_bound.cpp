@@ -10,11 +10,12 @@
 namespace ds {
 
 OfflineBound::OfflineBound(int64_t page_tokens, double budget_bytes, double page_bytes,
-                           double live_state_bytes)
+                           double live_state_bytes, bool prompt_from_admission)
     : page_tokens_(page_tokens),
       budget_(budget_bytes),
       page_bytes_(page_bytes),
-      live_bytes_(live_state_bytes) {
+      live_bytes_(live_state_bytes),
+      prompt_from_admission_(prompt_from_admission) {
   DS_CHECK(page_tokens > 0 && budget_bytes >= 0 && page_bytes > 0 && live_state_bytes >= 0,
            "offline bound: bad sizes (page {} tokens, budget {} B, page {} B, live {} B)", page_tokens,
            budget_bytes, page_bytes, live_state_bytes);
@@ -61,6 +62,7 @@ void OfflineBound::admit(int64_t id, std::vector<uint64_t> prompt_keys, bool mea
   }
   for (uint64_t k : r.keys) ++pages_[k].holders;
   running_.emplace(id, std::move(r));
+  if (prompt_from_admission_) prefill_done(id, t_s);
   note_capacity(t_s);
 }
 

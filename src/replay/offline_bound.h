@@ -7,7 +7,8 @@
 //    so the cache alone kept it resident over the whole interval [f, a_r] (once dropped, a page
 //    comes back only by being recomputed by a request);
 //  - at every time t, cache-held pages + the distinct pages of running requests whose prefill is
-//    done + one live state per running request fit in the budget B (device + host tiers), so at
+//    done (from admission when the scheduler reserves whole prompts) + one live state per running
+//    request fit in the budget B (device + host tiers), so at
 //    most c(t) = (B - running(t)) / page_bytes pages' worth of those intervals are resident at t;
 //  - any policy's measured hits are therefore a set of intervals whose overlap at every t is at
 //    most c(t). Maximising their number over ALL such sets (fractionally: x_i in [0, 1]), dropping
@@ -35,8 +36,11 @@ namespace ds {
 class OfflineBound {
  public:
   // budget_bytes: device + host capacity; page_bytes: KV bytes of one page of page_tokens;
-  // live_state_bytes: memory a running request holds besides its KV pages.
-  OfflineBound(int64_t page_tokens, double budget_bytes, double page_bytes, double live_state_bytes);
+  // live_state_bytes: memory a running request holds besides its KV pages; prompt_from_admission:
+  // the scheduler reserves a request's whole prompt when it admits it (any policy then holds the
+  // prompt's pages from admission, not only from its first token).
+  OfflineBound(int64_t page_tokens, double budget_bytes, double page_bytes, double live_state_bytes,
+               bool prompt_from_admission = false);
 
   // Chained keys of the full pages of `tokens` (prompt_rule: only pages inside [0, n - 1), where
   // every cache here can hit).
@@ -74,6 +78,7 @@ class OfflineBound {
 
   int64_t page_tokens_;
   double budget_, page_bytes_, live_bytes_;
+  bool prompt_from_admission_ = false;
   std::unordered_map<uint64_t, Page> pages_;
   std::unordered_map<int64_t, Running> running_;
   int64_t distinct_computed_ = 0;    // pages with computed_holders > 0

@@ -41,7 +41,7 @@ class ReplayRun {
         workload_(trace, cfg),
         bound_(kBoundPageTokens, bound_budget(cfg.cache),
                double(kBoundPageTokens * cfg.cache.sizes.kv_bytes_per_token),
-               double(cfg.cache.sizes.live_state_bytes)) {}
+               double(cfg.cache.sizes.live_state_bytes), cfg.scheduler.reserve_full_prompt) {}
 
   RunMetrics run();
 
