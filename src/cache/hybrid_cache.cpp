@@ -51,14 +51,22 @@ void HybridCache::Impl::walk(std::span<const int32_t> prompt, TreeWalk& out) con
   const int64_t max_pages = prompt.empty() ? 0 : (static_cast<int64_t>(prompt.size()) - 1) / P;
   // Keys depend only on the tokens, so they are computed a block ahead and their map slots
   // prefetched: the walk is bound by cache misses, not by hashing.
+  // A prompt looked up again (a waiting request, every step) takes its keys from the memo.
   constexpr int64_t kBlock = 16;
   uint64_t keys[kBlock];
+  std::vector<uint64_t>& memo = key_memo.keys(prompt);
   int32_t node = PrefixTree::kRoot;
   uint64_t key = kRootPageKey;
   for (int64_t b = 0; b < max_pages; b += kBlock) {
     const int64_t n = std::min(kBlock, max_pages - b);
     for (int64_t j = 0; j < n; ++j) {
-      key = chain_key(key, page_hash(prompt.subspan((b + j) * P, P)));
+      const size_t i = static_cast<size_t>(b + j);
+      if (i < memo.size()) {
+        key = memo[i];
+      } else {
+        key = chain_key(key, page_hash(prompt.subspan((b + j) * P, P)));
+        memo.push_back(key);
+      }
       keys[j] = key;
       tree.prefetch(key);
     }

@@ -13,6 +13,7 @@
 #include "cache/eviction_policy.h"
 #include "cache/eviction_queue.h"
 #include "cache/hybrid_cache.h"
+#include "cache/page_key_memo.h"
 #include "cache/prefix_tree.h"
 #include "cache/retention_policy.h"
 #include "cache/reuse_monitor.h"
@@ -100,6 +101,7 @@ struct HybridCache::Impl {
   int32_t pinned_ckpt = -1;   // checkpoint being restored by admit(): not evictable
   CacheStats stats;
   std::vector<CacheTransfer> transfers;  // decided, not yet taken by the engine
+  mutable PageKeyMemo key_memo;          // key chains of prompts looked up recently (walk)
 
   // hybrid_cache.cpp
   uint64_t page_hash(std::span<const int32_t> tokens) const;  // hash_page, masked by page_hash_bits

@@ -151,38 +151,14 @@ uint64_t VllmCache::state_key(uint64_t block_key, int group) const {
 
 // ---- lookup ----------------------------------------------------------------------------------
 
-namespace {
-constexpr size_t kMemoEntries = 8;
-}  // namespace
-
-VllmCache::KeyMemo& VllmCache::memo_for(std::span<const int32_t> prompt) const {
-  ++memo_clock_;
-  for (KeyMemo& m : memo_)
-    if (m.tokens.size() == prompt.size() && std::equal(prompt.begin(), prompt.end(), m.tokens.begin())) {
-      m.last_use = memo_clock_;
-      return m;
-    }
-  KeyMemo* slot = nullptr;
-  if (memo_.size() < kMemoEntries) {
-    slot = &memo_.emplace_back();
-  } else {
-    slot = &*std::min_element(memo_.begin(), memo_.end(),
-                              [](const KeyMemo& a, const KeyMemo& b) { return a.last_use < b.last_use; });
-  }
-  slot->tokens.assign(prompt.begin(), prompt.end());
-  slot->keys.clear();
-  slot->last_use = memo_clock_;
-  return *slot;
-}
-
 // Keys are chained from the start, so they are computed lazily, only as far as the scans below read
 // them: a prompt that misses early costs a few page hashes, not the whole prompt (a blocked
 // 600k-token request is looked up again every step).
 void VllmCache::walk(std::span<const int32_t> prompt, Walk& w) const {
   const int64_t B = cfg_.page_tokens, G = cfg_.vllm.kda_groups;
   const int64_t nb = prompt.empty() ? 0 : int64_t(prompt.size() - 1) / B;
-  KeyMemo& memo = memo_for(prompt);
-  w.keys = memo.keys;
+  std::vector<uint64_t>& memo = memo_.keys(prompt);
+  w.keys = memo;
   w.keys.reserve(size_t(nb));
   auto key = [&](int64_t i) {  // key of block i < nb, extending the chain as needed
     while (int64_t(w.keys.size()) <= i) {
@@ -217,7 +193,7 @@ void VllmCache::walk(std::span<const int32_t> prompt, Walk& w) const {
         break;
       }
   }
-  if (w.keys.size() > memo.keys.size()) memo.keys = w.keys;
+  if (w.keys.size() > memo.size()) memo = w.keys;
 }
 
 CacheHit VllmCache::hit_of(const Walk& w) const {

@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "cache/cache_emulation.h"
+#include "cache/page_key_memo.h"
 
 namespace ds {
 
@@ -82,15 +83,6 @@ class VllmCache final : public CacheEmulation {
     int64_t host_hit_blocks = 0;  // >= hit_blocks: with the host tier
   };
 
-  // Key chains of recently walked prompts: a request the admission gate holds is looked up again
-  // every step, and hashing a 600k-token prompt each time dominated the replay. An entry holds a
-  // copy of its prompt: comparing tokens is several times cheaper than chaining the page hashes.
-  struct KeyMemo {
-    std::vector<int32_t> tokens;
-    std::vector<uint64_t> keys;  // a prefix of the prompt's key chain
-    uint64_t last_use = 0;
-  };
-  KeyMemo& memo_for(std::span<const int32_t> prompt) const;
   void walk(std::span<const int32_t> prompt, Walk& w) const;
   CacheHit hit_of(const Walk& w) const;
   uint64_t state_key(uint64_t block_key, int group) const;
@@ -116,8 +108,7 @@ class VllmCache final : public CacheEmulation {
   SeqId next_seq_ = 1;
   std::vector<CacheTransfer> transfers_;
   CacheStats stats_;
-  mutable std::vector<KeyMemo> memo_;  // at most kMemoEntries
-  mutable uint64_t memo_clock_ = 0;
+  mutable PageKeyMemo memo_;  // key chains of prompts looked up recently (held requests)
 };
 
 }  // namespace ds
