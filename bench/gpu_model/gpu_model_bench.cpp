@@ -94,10 +94,11 @@ double distinct_experts(int E, int k, int B) {
 
 DeviceModelOptions variant_options(const DeviceModelOptions& base, const std::string& v) {
   DeviceModelOptions o = base;
-  DS_CHECK(v == "host" || v == "device" || v == "graphs" || v == "graphs-cublas",
-           "unknown variant '{}' (host, device, graphs, graphs-cublas)", v);
+  DS_CHECK(v == "host" || v == "device" || v == "graphs" || v == "graphs-cublas" || v == "absorbed",
+           "unknown variant '{}' (host, device, graphs, graphs-cublas, absorbed)", v);
   o.device_moe = o.batched_heads = v != "host";
-  o.few_row_gemv = v == "device" || v == "graphs";
+  o.dense_mla = v != "absorbed" && v != "host";
+  o.few_row_gemv = v == "device" || v == "graphs" || v == "absorbed";
   o.decode_graphs = v == "graphs" || v == "graphs-cublas";
   return o;
 }
@@ -179,7 +180,10 @@ void run_decode(DeviceModel& m, const GpuBenchArgs& a, const DeviceModelOptions&
               synchronize(Device::Cuda);
               t = now_s();
             }
+            const bool profiled = a.profile && s + 1 == warm + a.decode_steps;
+            if (profiled) profiler_range(true);
             m.forward(d.step, pools);
+            if (profiled) profiler_range(false);
           }
           synchronize(Device::Cuda);
         } catch (const Error& e) {
@@ -197,49 +201,53 @@ void run_decode(DeviceModel& m, const GpuBenchArgs& a, const DeviceModelOptions&
 void run_prefill(DeviceModel& m, const GpuBenchArgs& a, const DeviceModelOptions& base, double flops_rate) {
   const ModelConfig& c = m.config();
   const StepBytes sb = step_bytes(m);
-  m.set_execution(variant_options(base, "device"));
   fmt::print("prefill (one sequence, chunks of {} tokens, last-token logits):\n", a.prefill_chunk);
-  fmt::print("  {:>7} {:>9} {:>10} {:>11} {:>9} {:>8}\n", "tokens", "s", "tok/s", "floor TFLOP", "floor s",
-             "floor%");
-  for (int L : a.prefill) {
-    int64_t pps = 0;
-    DevicePools pools = m.make_pools(Device::Cuda, false, a.page_tokens);
-    try {
-      pools = make_filled_pools(m, 1, L, a.page_tokens, &pps);
-    } catch (const Error& e) {
-      fmt::print("  {:>7} skipped: {}\n", L, e.what());
-      continue;
+  fmt::print("  {:>7} {:>9} {:>9} {:>10} {:>11} {:>9} {:>8}\n", "tokens", "variant", "s", "tok/s",
+             "floor TFLOP", "floor s", "floor%");
+  for (const std::string& v : a.prefill_variants)
+    for (int L : a.prefill) {
+      if (v == "absorbed" && L > a.absorbed_max) continue;
+      m.set_execution(variant_options(base, v));
+      int64_t pps = 0;
+      DevicePools pools = m.make_pools(Device::Cuda, false, a.page_tokens);
+      try {
+        pools = make_filled_pools(m, 1, L, a.page_tokens, &pps);
+      } catch (const Error& e) {
+        fmt::print("  {:>7} skipped: {}\n", L, e.what());
+        continue;
+      }
+      pools.zero_slot(0);
+      std::vector<int32_t> pages(static_cast<size_t>(pps)), ids(static_cast<size_t>(L));
+      for (int64_t p = 0; p < pps; ++p) pages[size_t(p)] = int32_t(p);
+      for (int i = 0; i < L; ++i) ids[size_t(i)] = int32_t((int64_t(i) * 7919 + 17) % c.vocab_size);
+      synchronize(Device::Cuda);
+      const double t0 = now_s();
+      for (int64_t s0 = 0; s0 < L; s0 += a.prefill_chunk) {
+        const int64_t n = std::min<int64_t>(a.prefill_chunk, L - s0);
+        DeviceStep step;
+        DeviceSeqStep s;
+        s.tokens = std::span<const int32_t>(ids).subspan(size_t(s0), size_t(n));
+        s.n_past = s0;
+        s.pages = pages;
+        s.live_slot = 0;
+        s.logits = s0 + n == L ? LogitsWant::Last : LogitsWant::None;
+        step.seqs.push_back(s);
+        step.greedy_tokens = true;
+        if (a.profile && s0 == 0) profiler_range(true);
+        m.forward(step, pools);
+        if (a.profile && s0 == 0) profiler_range(false);
+      }
+      synchronize(Device::Cuda);
+      const double secs = now_s() - t0;
+      // GEMMs: 2 FLOPs per active parameter per token; causal attention of the MLA layers in the
+      // non-absorbed form (QKᵀ over dq, PV over dv per head): 2·H·(dq + dv)·L²/2 per layer.
+      const double gemm = 2.0 * sb.active_params_per_token * L;
+      const double attn = double(c.n_mla_layers()) * 2.0 * c.mla.n_head *
+                          (c.mla.qk_head_dim() + c.mla.v_head_dim) * double(L) * double(L) / 2.0;
+      const double floor_s = (gemm + attn) / flops_rate;
+      fmt::print("  {:>7} {:>9} {:>9.3f} {:>10.1f} {:>11.1f} {:>9.3f} {:>7.1f}%\n", L, v, secs, L / secs,
+                 (gemm + attn) / 1e12, floor_s, 100.0 * floor_s / secs);
     }
-    pools.zero_slot(0);
-    std::vector<int32_t> pages(static_cast<size_t>(pps)), ids(static_cast<size_t>(L));
-    for (int64_t p = 0; p < pps; ++p) pages[size_t(p)] = int32_t(p);
-    for (int i = 0; i < L; ++i) ids[size_t(i)] = int32_t((int64_t(i) * 7919 + 17) % c.vocab_size);
-    synchronize(Device::Cuda);
-    const double t0 = now_s();
-    for (int64_t s0 = 0; s0 < L; s0 += a.prefill_chunk) {
-      const int64_t n = std::min<int64_t>(a.prefill_chunk, L - s0);
-      DeviceStep step;
-      DeviceSeqStep s;
-      s.tokens = std::span<const int32_t>(ids).subspan(size_t(s0), size_t(n));
-      s.n_past = s0;
-      s.pages = pages;
-      s.live_slot = 0;
-      s.logits = s0 + n == L ? LogitsWant::Last : LogitsWant::None;
-      step.seqs.push_back(s);
-      step.greedy_tokens = true;
-      m.forward(step, pools);
-    }
-    synchronize(Device::Cuda);
-    const double secs = now_s() - t0;
-    // GEMMs: 2 FLOPs per active parameter per token; causal attention of the MLA layers in the
-    // non-absorbed form (QKᵀ over dq, PV over dv per head): 2·H·(dq + dv)·L²/2 per layer.
-    const double gemm = 2.0 * sb.active_params_per_token * L;
-    const double attn = double(c.n_mla_layers()) * 2.0 * c.mla.n_head *
-                        (c.mla.qk_head_dim() + c.mla.v_head_dim) * double(L) * double(L) / 2.0;
-    const double floor_s = (gemm + attn) / flops_rate;
-    fmt::print("  {:>7} {:>9.3f} {:>10.1f} {:>11.1f} {:>9.3f} {:>7.1f}%\n", L, secs, L / secs,
-               (gemm + attn) / 1e12, floor_s, 100.0 * floor_s / secs);
-  }
 }
 
 }  // namespace
@@ -284,9 +292,16 @@ void add_gpu_model_bench_options(CLI::App& cmd, GpuBenchArgs& a) {
   cmd.add_flag("--skip-decode", a.skip_decode, "Do not run the decode points");
   cmd.add_flag("--skip-prefill", a.skip_prefill, "Do not run the prefill points");
   cmd.add_option("--prefill-chunk", a.prefill_chunk, "Tokens per prefill step");
+  cmd.add_option("--prefill-variants", a.prefill_variants,
+                 "Prefill variants: device (MLA through the tensor cores), absorbed (MLA on the CUDA cores)")
+      ->delimiter(',');
+  cmd.add_option("--absorbed-max", a.absorbed_max, "Longest prefill of the absorbed variant (tokens)");
   cmd.add_option("--decode-steps", a.decode_steps, "Timed decode steps per point");
   cmd.add_option("--page-tokens", a.page_tokens, "Tokens per MLA latent page");
   cmd.add_option("--seed", a.seed, "Seed of the random weights");
+  cmd.add_flag("--profile", a.profile,
+               "Profiler capture range (e.g. ncu --profile-from-start off) around the last timed decode step "
+               "of each point and the first prefill chunk");
 }
 
 }  // namespace ds::bench

@@ -6,7 +6,9 @@
 //   host           routing on the host, one cuBLASLt GEMM per expert and per MLA head (reference),
 //   device         routing + grouped experts + batched heads + few-row GEMV on the device, eager,
 //   graphs         the same, each decode step replayed as a CUDA graph,
-//   graphs-cublas  graphs with the dense projections through cuBLASLt instead of the GEMV.
+//   graphs-cublas  graphs with the dense projections through cuBLASLt instead of the GEMV,
+//   absorbed       device, with prefill MLA attention in the absorbed form on the CUDA cores (the
+//                  default prefill takes it through the tensor cores: mla_attention_dense).
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -23,7 +25,10 @@ struct GpuBenchArgs {
   std::vector<std::string> variants = {"host", "device", "graphs"};
   std::vector<int> prefill = {8192, 32768, 131072};
   int prefill_chunk = 8192;
+  std::vector<std::string> prefill_variants = {"device"};
+  int absorbed_max = 8192;  // the absorbed variant's prefill is quadratic on the CUDA cores
   bool skip_decode = false, skip_prefill = false;
+  bool profile = false;  // profiler range around one decode step per point and the first prefill chunk
   int decode_steps = 16;
   int page_tokens = 64;
   uint64_t seed = 1;

@@ -16,13 +16,32 @@ void glu_forward(const ForwardContext& ctx, const DeviceGlu& g, const TensorView
   const int64_t rows = x.shape[0], I = g.intermediate();
   if (rows == 0) return;
   DevMat gate = ctx.mat(rows, I), up = ctx.mat(rows, I);
-  ctx.proj(x, g.gate, gate.view());
-  ctx.proj(x, g.up, up.view());
-  if (ctx.cfg.act == Activation::Situ)
+  if (g.gate.is_mxfp4() || g.up.is_mxfp4()) {
+    ctx.proj(x, g.gate, gate.view());
+    ctx.proj(x, g.up, up.view());
+  } else {
+    const FewRowsJob jobs[] = {{g.gate.dense, gate.view()}, {g.up.dense, up.view()}};
+    ctx.proj_many(x, jobs);
+  }
+  if (ctx.cfg.act == Activation::Situ) {
     situ_mul_rows(gate.view(), up.view(), gate.view(), ctx.cfg.situ_beta, ctx.cfg.situ_linear_beta);
-  else
-    silu_mul(gate.flat(), up.flat(), gate.flat());
-  ctx.proj(gate.view(), g.down, y, accumulate);
+    ctx.proj(gate.view(), g.down, y, accumulate);
+  } else {
+    glu_down(ctx, gate.view(), up.view(), g.down, y, accumulate);
+  }
+}
+
+void glu_down(const ForwardContext& ctx, const TensorView& gate, const TensorView& up,
+              const ExpertLinear& down, const TensorView& y, bool accumulate) {
+  // One row on CUDA: the SiLU product formed inside the down GEMV (no elementwise launch).
+  if (ctx.few_row_gemv && ctx.device == Device::Cuda && gate.shape[0] == 1 && !down.is_mxfp4() &&
+      linear_few_rows_fits(gate, down.dense) && linear_few_rows_fits(up, down.dense))
+    return linear_few_rows_glu(gate, up, down.dense, y, accumulate);
+  const auto flat = [](const TensorView& v) {  // the callers' scratch rows are contiguous
+    return TensorView::contiguous(v.data, v.dtype, {v.shape[0] * v.shape[1]}, v.device);
+  };
+  silu_mul(flat(gate), flat(up), flat(gate));
+  ctx.proj(gate, down, y, accumulate);
 }
 
 namespace {
@@ -56,11 +75,36 @@ void moe_routed_on_device(const ForwardContext& ctx, const DeviceMoe& w, const T
     moe_grouped_glu(x, w.grouped, g, h.view(), yg.view());
   } else {
     const std::vector<int32_t> start = offsets.to_host<int32_t>();
-    DevMat xg = ctx.mat(n_rows, x.shape[1]);
+    const int64_t D = x.shape[1];
+    DevMat xg = ctx.mat(n_rows, D);
     gather_rows(x, g.row_token, xg.view());
+    // bf16 weights on CUDA: the gathered rows cast once for every expert's gate and up products.
+    const bool bf16 = d == Device::Cuda && w.grouped.dtype == DType::BF16;
+    const Buffer xb(d, bf16 ? n_rows * D * 2 : 0);
+    const TensorView xbv = TensorView::matrix(xb.data(), DType::BF16, bf16 ? n_rows : 0, D, D, d);
+    if (bf16) cast_rows(xg.view(), xbv);
+    // Every active expert's gate and up products into one [rows, I] pair, one SiLU-GLU (and one cast)
+    // over all rows, then every expert's down product.
+    const int64_t I = w.grouped.I;
+    DevMat gate = ctx.mat(n_rows, I), up = ctx.mat(n_rows, I);
+    auto rows_of = [&](const Buffer& b, int64_t r0, int64_t cnt, int64_t cols) {
+      return TensorView::matrix(b.as<uint16_t>() + r0 * cols, DType::BF16, cnt, cols, cols, d);
+    };
     for (int64_t e = 0; e < E; ++e) {
       const int64_t r0 = start[size_t(e)], cnt = start[size_t(e) + 1] - r0;
-      if (cnt > 0) glu_forward(ctx, w.experts[size_t(e)], xg.rows_view(r0, cnt), yg.rows_view(r0, cnt));
+      if (cnt == 0) continue;
+      const TensorView xe = bf16 ? rows_of(xb, r0, cnt, D) : xg.rows_view(r0, cnt);
+      ctx.proj(xe, w.experts[size_t(e)].gate, gate.rows_view(r0, cnt));
+      ctx.proj(xe, w.experts[size_t(e)].up, up.rows_view(r0, cnt));
+    }
+    silu_mul(gate.flat(), up.flat(), gate.flat());
+    const Buffer hb(d, bf16 ? n_rows * I * 2 : 0);
+    if (bf16) cast_rows(gate.view(), TensorView::matrix(hb.data(), DType::BF16, n_rows, I, I, d));
+    for (int64_t e = 0; e < E; ++e) {
+      const int64_t r0 = start[size_t(e)], cnt = start[size_t(e) + 1] - r0;
+      if (cnt == 0) continue;
+      const TensorView he = bf16 ? rows_of(hb, r0, cnt, I) : gate.rows_view(r0, cnt);
+      ctx.proj(he, w.experts[size_t(e)].down, yg.rows_view(r0, cnt));
     }
   }
   weighted_combine_rows(yg.view(), TensorView::contiguous(pos.data(), DType::I32, {T, k}, d), weight.flat(),
@@ -78,12 +122,27 @@ void moe_forward(const ForwardContext& ctx, const DeviceMoe& w, const TensorView
   const MoeConfig& mc = ctx.cfg.moe;
   const int64_t T = ctx.T, E = mc.n_expert;
   DevMat logits = ctx.mat(T, E);
-  ctx.proj(x, w.router, logits.view());
   if (moe_on_device(ctx, w)) {
+    // The router and the shared expert's gate and up read the same x: one launch at batch 1.
+    const bool shared_dense = w.shared && !w.shared->gate.is_mxfp4() && !w.shared->up.is_mxfp4();
+    const int64_t I = shared_dense ? w.shared->intermediate() : 0;
+    DevMat sg = ctx.mat(shared_dense ? T : 0, I), su = ctx.mat(shared_dense ? T : 0, I);
+    if (shared_dense) {
+      const FewRowsJob jobs[] = {
+          {w.router, logits.view()}, {w.shared->gate.dense, sg.view()}, {w.shared->up.dense, su.view()}};
+      ctx.proj_many(x, jobs);
+    } else {
+      ctx.proj(x, w.router, logits.view());
+    }
     moe_routed_on_device(ctx, w, logits.view(), x, y);
-    if (w.shared) glu_forward(ctx, *w.shared, x, y, /*accumulate=*/true);
+    if (shared_dense) {
+      glu_down(ctx, sg.view(), su.view(), w.shared->down, y, /*accumulate=*/true);
+    } else if (w.shared) {
+      glu_forward(ctx, *w.shared, x, y, /*accumulate=*/true);
+    }
     return;
   }
+  ctx.proj(x, w.router, logits.view());
   const std::vector<float> host_logits = logits.buf.to_host<float>();
   const MoeRouting r = route_sigmoid_topk(mc, w.bias, host_logits.data(), T);
   // Rows grouped by expert (token order inside a group): perm[row] = token, pos[t, j] = row.

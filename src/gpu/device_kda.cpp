@@ -14,19 +14,19 @@ void kda_mixer(const ForwardContext& ctx, const DeviceKda& w, int kda_layer, con
   const ModelConfig& cfg = ctx.cfg;
   const int64_t T = ctx.T, H = cfg.kda.n_head, K = cfg.kda.head_dim, P = H * K, W = cfg.kda.conv_kernel;
   DevMat pre = ctx.mat(T, 3 * P);  // pre-conv q | k | v
-  ctx.proj(n, w.q, pre.cols_view(0, P));
-  ctx.proj(n, w.k, pre.cols_view(P, P));
-  ctx.proj(n, w.v, pre.cols_view(2 * P, P));
-  DevMat low = ctx.mat(T, K), f = ctx.mat(T, P), b = ctx.mat(T, H), r = ctx.mat(T, P), o = ctx.mat(T, P);
-  ctx.proj(n, w.f_a, low.view());
+  DevMat low = ctx.mat(T, K), glow = ctx.mat(T, K), f = ctx.mat(T, P), b = ctx.mat(T, H), r = ctx.mat(T, P),
+         o = ctx.mat(T, P);
+  // Every projection of the normed input at once (one launch at batch 1), then the low-rank second halves.
+  const bool full_g = w.g.data != nullptr;
+  const FewRowsJob first[] = {{w.q, pre.cols_view(0, P)},
+                              {w.k, pre.cols_view(P, P)},
+                              {w.v, pre.cols_view(2 * P, P)},
+                              {w.f_a, low.view()},
+                              {w.b, b.view()},
+                              full_g ? FewRowsJob{w.g, r.view()} : FewRowsJob{w.g_a, glow.view()}};
+  ctx.proj_many(n, first);
   ctx.proj(low.view(), w.f_b, f.view());
-  ctx.proj(n, w.b, b.view());
-  if (w.g.data != nullptr) {
-    ctx.proj(n, w.g, r.view());
-  } else {
-    ctx.proj(n, w.g_a, low.view());
-    ctx.proj(low.view(), w.g_b, r.view());
-  }
+  if (!full_g) ctx.proj(glow.view(), w.g_b, r.view());
   // This layer's part of every state slot: conv windows, then S.
   DevicePools& pools = ctx.pools;
   const int64_t layer_off = int64_t(kda_layer) * pools.layer_state_floats();

@@ -1,5 +1,6 @@
 // MLA mixer of the device forward (see device_model.h): absorbed attention over the paged latents.
 #include <cmath>
+#include <vector>
 
 #include "gpu/forward_context.h"
 #include "kernels/elementwise.h"
@@ -18,18 +19,27 @@ void mla_mixer(const ForwardContext& ctx, const DeviceMla& w, int mla_layer, con
   const MlaConfig& m = ctx.cfg.mla;
   const int64_t T = ctx.T, H = m.n_head, dq = m.qk_head_dim(), dn = m.qk_nope_head_dim;
   const int64_t dr = m.qk_rope_head_dim, dv = m.v_head_dim, R = m.kv_lora_rank;
-  DevMat q = ctx.mat(T, H * dq);
+  DevMat q = ctx.mat(T, H * dq), qa, g;
+  DevMat c = ctx.mat(T, R), kpe = ctx.mat(T, dr);
+  // Every projection of the normed input at once (one launch at batch 1).
+  std::vector<FewRowsJob> first;
   if (m.q_lora_rank > 0) {
-    DevMat qa = ctx.mat(T, m.q_lora_rank);
-    ctx.proj(n, w.q_a, qa.view());
+    qa = ctx.mat(T, m.q_lora_rank);
+    first.push_back({w.q_a, qa.view()});
+  } else {
+    first.push_back({w.q, q.view()});
+  }
+  first.push_back({w.kv_a_c, c.view()});
+  first.push_back({w.kv_a_pe, kpe.view()});
+  if (w.g.data != nullptr) {
+    g = ctx.mat(T, H * dv);
+    first.push_back({w.g, g.view()});
+  }
+  ctx.proj_many(n, first);
+  if (m.q_lora_rank > 0) {
     rmsnorm(qa.view(), w.q_a_norm, kLatentNormEps, qa.view());
     ctx.proj(qa.view(), w.q_b, q.view());
-  } else {
-    ctx.proj(n, w.q, q.view());
   }
-  DevMat c = ctx.mat(T, R), kpe = ctx.mat(T, dr);
-  ctx.proj(n, w.kv_a_c, c.view());
-  ctx.proj(n, w.kv_a_pe, kpe.view());
   rmsnorm(c.view(), w.kv_a_norm, kLatentNormEps, c.view());
   const MlaPagedLatents paged = ctx.paged(mla_layer);
   mla_write_latents(paged, c.view(), kpe.view());
@@ -47,17 +57,26 @@ void mla_mixer(const ForwardContext& ctx, const DeviceMla& w, int mla_layer, con
   a.q_pe = q.view(), a.q_pe_col = dn, a.q_pe_head_stride = dq;
   a.scale = 1.0f / std::sqrt(float(dq));
   a.ctx = cx.view();
-  mla_attention(paged, a);
+  bool dense =
+      ctx.dense_mla && ctx.device == Device::Cuda && ctx.w.precision == Precision::BF16 && !ctx.decode;
+  for (int s = 0; s < ctx.N && dense; ++s)
+    dense = ctx.cu[size_t(s) + 1] - ctx.cu[size_t(s)] >= kMlaDenseMinTokens;
+  if (dense) {
+    for (int s = 0; s < ctx.N; ++s) {
+      const int64_t r0 = ctx.cu[size_t(s)], n = ctx.cu[size_t(s) + 1] - r0;
+      MlaAttentionArgs as = a;
+      as.q_hat = qhat.rows_view(r0, n), as.q_pe = q.rows_view(r0, n), as.ctx = cx.rows_view(r0, n);
+      mla_attention_dense(paged, as, ctx.page_off[size_t(s)], ctx.n_past[size_t(s)]);
+    }
+  } else {
+    mla_attention(paged, a);
+  }
   if (ctx.batched_heads)
     ctx.proj_heads(cx.view(), 0, R, w.uv[0], o.cols_view(0, dv), H, {R, (dn + dv) * R, dv});
   else
     for (int64_t h = 0; h < H; ++h)
       ctx.proj(cx.cols_view(h * R, R), w.uv[size_t(h)], o.cols_view(h * dv, dv));
-  if (w.g.data != nullptr) {
-    DevMat g = ctx.mat(T, H * dv);
-    ctx.proj(n, w.g, g.view());
-    mul_sigmoid_rows(g.view(), o.view());
-  }
+  if (w.g.data != nullptr) mul_sigmoid_rows(g.view(), o.view());
   ctx.proj(o.view(), w.o, y);
 }
 

@@ -66,7 +66,9 @@ ForwardContext::ForwardContext(const ModelConfig& c, const DeviceWeights& dw, De
     const int64_t len = int64_t(s.tokens.size());
     cu.push_back(cu.back() + len);
     live.push_back(s.live_slot);
+    n_past.push_back(s.n_past);
     decode = decode && len == 1;
+    page_off.push_back(int32_t(h.table.size()));
     h.offset.push_back(int32_t(h.table.size()));
     h.table.insert(h.table.end(), s.pages.begin(), s.pages.end());
     for (int64_t i = 0; i < len; ++i) {
@@ -95,6 +97,8 @@ bool ForwardContext::rewrite(const DeviceStep& step) {
     const DeviceSeqStep& s = step.seqs[size_t(n)];
     DS_CHECK(s.tokens.size() == 1 && s.checkpoints.empty(), "ForwardContext::rewrite: not a decode step");
     live[size_t(n)] = s.live_slot;
+    n_past[size_t(n)] = s.n_past;
+    page_off[size_t(n)] = int32_t(h.table.size());
     h.offset.push_back(int32_t(h.table.size()));
     h.table.insert(h.table.end(), s.pages.begin(), s.pages.end());
     h.ids.push_back(s.tokens[0]);
@@ -140,27 +144,42 @@ TensorView bf16_copy(const TensorView& x, Buffer& scratch) {
 
 void ForwardContext::proj(const TensorView& x, const WeightView& wv, const TensorView& y,
                           bool accumulate) const {
+  // x f32, or bf16 already cast by the caller (then W must be bf16).
   // One row (batch-1 decode): the GEMV beat cuBLASLt on the H200 (5.4 vs 6.4 ms per step); at 8
   // rows it lost (16.1 vs 13.1 ms), so more rows stay on cuBLASLt.
   if (few_row_gemv && wv.device == Device::Cuda && x.shape[0] == 1 && linear_few_rows_fits(x, wv))
     return linear_few_rows(x, wv, y, accumulate);
   Buffer scratch;
-  const bool cast = wv.device == Device::Cuda && wv.dtype == DType::BF16;
+  const bool cast = wv.device == Device::Cuda && wv.dtype == DType::BF16 && x.dtype != DType::BF16;
   linear(cast ? bf16_copy(x, scratch) : x, wv, y, accumulate);
+}
+
+void ForwardContext::proj_many(const TensorView& x, std::span<const FewRowsJob> jobs) const {
+  bool one = few_row_gemv && device == Device::Cuda && x.shape[0] == 1 && !jobs.empty() &&
+             int64_t(jobs.size()) <= kLinearFewRowsJobs;
+  for (const FewRowsJob& j : jobs)
+    one = one && j.w.dtype == jobs[0].w.dtype && j.w.cols == jobs[0].w.cols && linear_few_rows_fits(x, j.w);
+  if (one) return linear_few_rows_multi(x, jobs);
+  // Several rows: x cast to bf16 once for all the bf16 products.
+  bool all_bf16 = device == Device::Cuda && x.dtype == DType::F32 && jobs.size() > 1;
+  for (const FewRowsJob& j : jobs) all_bf16 = all_bf16 && j.w.dtype == DType::BF16;
+  Buffer scratch;
+  const TensorView xs = all_bf16 ? bf16_copy(x, scratch) : x;
+  for (const FewRowsJob& j : jobs) proj(xs, j.w, j.y, j.accumulate);
 }
 
 void ForwardContext::proj(const TensorView& x, const ExpertLinear& wv, const TensorView& y,
                           bool accumulate) const {
   if (!wv.is_mxfp4()) return proj(x, wv.dense, y, accumulate);
   Buffer scratch;  // MXFP4 on CUDA is dequantised to x's dtype: bf16 in bf16 mode
-  const bool cast = wv.device() == Device::Cuda && w.precision == Precision::BF16;
+  const bool cast = wv.device() == Device::Cuda && w.precision == Precision::BF16 && x.dtype != DType::BF16;
   expert_linear(cast ? bf16_copy(x, scratch) : x, wv, y, accumulate);
 }
 
 void ForwardContext::proj_heads(const TensorView& x_all, int64_t x_col0, int64_t x_cols, const WeightView& w0,
                                 const TensorView& y0, int64_t heads, const HeadStrides& s) const {
   Buffer scratch;
-  const bool cast = w0.device == Device::Cuda && w0.dtype == DType::BF16;
+  const bool cast = w0.device == Device::Cuda && w0.dtype == DType::BF16 && x_all.dtype != DType::BF16;
   const TensorView xa = cast ? bf16_copy(x_all, scratch) : x_all;
   const TensorView x0 =
       TensorView::matrix(static_cast<char*>(xa.data) + x_col0 * int64_t(dtype_size(xa.dtype)), xa.dtype,
@@ -283,6 +302,7 @@ ForwardContext DeviceModel::make_context(const DeviceStep& step, DevicePools& po
   ctx.device_moe = opt_.device_moe;
   ctx.batched_heads = opt_.batched_heads;
   ctx.few_row_gemv = opt_.few_row_gemv;
+  ctx.dense_mla = opt_.dense_mla;
   return ctx;
 }
 
@@ -326,14 +346,17 @@ void DeviceModel::run_layers(const ForwardContext& ctx, const DevMat& x,
     }
     st.final_output(x);
   } else {
+    // Each residual add runs with the norm after it (add_rmsnorm): x += y, h = norm(x).
+    if (cfg_.n_layer > 0) rmsnorm(x.view(), w_.layers[0].input_norm, eps, h.view());
     for (int l = 0; l < cfg_.n_layer; ++l) {
       const DeviceLayer& L = w_.layers[size_t(l)];
-      rmsnorm(x.view(), L.input_norm, eps, h.view());
       mixer(l, h, y);
-      add_rows(y.view(), x.view());
-      rmsnorm(x.view(), L.post_norm, eps, h.view());
+      add_rmsnorm(y.view(), x.view(), L.post_norm, eps, h.view());
       ffn(l, h, y);
-      add_rows(y.view(), x.view());
+      if (l + 1 < cfg_.n_layer)
+        add_rmsnorm(y.view(), x.view(), w_.layers[size_t(l) + 1].input_norm, eps, h.view());
+      else
+        add_rows(y.view(), x.view());
       capture(x);
     }
   }

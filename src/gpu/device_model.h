@@ -44,6 +44,10 @@ struct DeviceModelOptions {
   // Single-row projections (batch-1 decode) through linear_few_rows (no bf16 cast, one pass over
   // the weight) instead of cuBLASLt.
   bool few_row_gemv = true;
+  // bf16 on CUDA, prefill steps whose sequences all bring at least kMlaDenseMinTokens tokens: MLA
+  // attention per sequence through the tensor cores (mla_attention_dense) instead of the absorbed
+  // kernel on the CUDA cores.
+  bool dense_mla = true;
   // Decode steps (one token per sequence, no checkpoints, last-row logits) recorded once per batch
   // size as a graph and replayed; needs device_moe on every MoE layer, else steps run eagerly.
   bool decode_graphs = false;

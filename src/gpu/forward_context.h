@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "gpu/device_pools.h"
@@ -46,11 +47,14 @@ struct ForwardContext {
   bool device_moe = true;     // routing and grouping on the device (false: on the host, the reference)
   bool batched_heads = true;  // MLA's per-head projections as one batched product
   bool few_row_gemv = true;   // CUDA projections of one row through linear_few_rows
-  int64_t T = 0;              // packed tokens
-  int N = 0;                  // sequences
-  bool decode = false;        // every sequence brings one token
-  std::vector<int64_t> cu;    // host [N + 1]
-  std::vector<int32_t> live;  // host [N] live slots
+  bool dense_mla = true;    // bf16 CUDA prefill: MLA attention through the tensor cores (mla_attention_dense)
+  int64_t T = 0;            // packed tokens
+  int N = 0;                // sequences
+  bool decode = false;      // every sequence brings one token
+  std::vector<int64_t> cu;  // host [N + 1]
+  std::vector<int32_t> live;                      // host [N] live slots
+  std::vector<int64_t> n_past;                    // host [N] tokens before the step
+  std::vector<int32_t> page_off;                  // host [N] first entry of each sequence in page_table
   std::vector<KdaCheckpointRequest> checkpoints;  // (seq, slot, tokens after the step's start), sorted
   Buffer ids, tok_seq, tok_pos, page_table, page_offset, live_dev;  // I32 on the device
   int64_t n_page_table = 0;
@@ -71,6 +75,9 @@ struct ForwardContext {
   // y (+)= x · Wᵀ; on CUDA, x is cast to the weight's dtype first when that is bf16.
   void proj(const TensorView& x, const WeightView& w, const TensorView& y, bool accumulate = false) const;
   void proj(const TensorView& x, const ExpertLinear& w, const TensorView& y, bool accumulate = false) const;
+  // Several projections of the same x: one linear_few_rows_multi launch for a single row on CUDA
+  // (when they fit it), else proj() per job.
+  void proj_many(const TensorView& x, std::span<const FewRowsJob> jobs) const;
   // Per-head products (linear_heads): head h reads columns [x_col0 + h*s.x, + x_cols) of x_all,
   // weight w0 advanced by h*s.w elements, writes y0 advanced by h*s.y columns.
   void proj_heads(const TensorView& x_all, int64_t x_col0, int64_t x_cols, const WeightView& w0,
@@ -89,6 +96,9 @@ void mla_mixer(const ForwardContext& ctx, const DeviceMla& w, int mla_layer, con
                const TensorView& y);
 void glu_forward(const ForwardContext& ctx, const DeviceGlu& g, const TensorView& x, const TensorView& y,
                  bool accumulate = false);
+// y (+)= down(silu(gate) ⊙ up); gate may be overwritten (scratch).
+void glu_down(const ForwardContext& ctx, const TensorView& gate, const TensorView& up,
+              const ExpertLinear& down, const TensorView& y, bool accumulate);
 void moe_forward(const ForwardContext& ctx, const DeviceMoe& w, const TensorView& x, const TensorView& y);
 // Whether moe_forward keeps this layer on the device (dense SiLU experts, no LatentMoE, device_moe).
 bool moe_on_device(const ForwardContext& ctx, const DeviceMoe& w);

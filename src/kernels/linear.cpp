@@ -1,5 +1,6 @@
 #include "kernels/linear.h"
 
+#include <cmath>
 #include <vector>
 
 #include "kernels/cpu/linear.h"
@@ -85,6 +86,68 @@ void linear_few_rows(const TensorView& x, const WeightView& w, const TensorView&
                                       y.stride[0], accumulate);
 #endif
   detail::no_backend("linear_few_rows", w.device);
+}
+
+void linear_few_rows_multi(const TensorView& x, std::span<const FewRowsJob> jobs) {
+  DS_CHECK(!jobs.empty() && int64_t(jobs.size()) <= kLinearFewRowsJobs,
+           "linear_few_rows_multi: {} jobs (1..{})", jobs.size(), kLinearFewRowsJobs);
+  const WeightView& w0 = jobs[0].w;
+  for (const FewRowsJob& j : jobs) {
+    check_weight(j.w, "linear_few_rows_multi");
+    const int64_t T = x.ndim == 2 ? x.shape[0] : -1;
+    detail::check_rows("linear_few_rows_multi", "x", x, T, j.w.cols);
+    detail::check_rows("linear_few_rows_multi", "y", j.y, T, j.w.rows);
+    check_same_device("linear_few_rows_multi", w0.device, {&x, &j.y});
+    DS_CHECK(j.w.dtype == w0.dtype && j.w.device == w0.device && j.w.cols == w0.cols,
+             "linear_few_rows_multi: weights of different dtypes, devices or widths");
+    DS_CHECK(
+        linear_few_rows_fits(x, j.w) && j.y.stride[1] == 1,
+        "linear_few_rows_multi: {} rows of {} (at most {} rows, a multiple of 8 columns, 16-byte aligned)", T,
+        j.w.cols, kLinearFewRows);
+  }
+  if (w0.device == Device::Cpu) {
+    for (const FewRowsJob& j : jobs) linear(x, j.w, j.y, j.accumulate);
+    return;
+  }
+#ifdef DS_HAVE_CUDA
+  cuda::FewRowsLaunchJob lj[kLinearFewRowsJobs];
+  for (size_t i = 0; i < jobs.size(); ++i)
+    lj[i] = {jobs[i].w.data, static_cast<float*>(jobs[i].y.data), jobs[i].y.stride[0], jobs[i].w.rows,
+             jobs[i].accumulate};
+  return cuda::launch_linear_few_rows_multi(static_cast<const float*>(x.data), x.stride[0], x.shape[0],
+                                            w0.dtype == DType::BF16, w0.cols, lj, int(jobs.size()));
+#endif
+  detail::no_backend("linear_few_rows_multi", w0.device);
+}
+
+void linear_few_rows_glu(const TensorView& gate, const TensorView& up, const WeightView& w,
+                         const TensorView& y, bool accumulate) {
+  check_weight(w, "linear_few_rows_glu");
+  const int64_t T = gate.ndim == 2 ? gate.shape[0] : -1;
+  detail::check_rows("linear_few_rows_glu", "gate", gate, T, w.cols);
+  detail::check_rows("linear_few_rows_glu", "up", up, T, w.cols);
+  detail::check_rows("linear_few_rows_glu", "y", y, T, w.rows);
+  check_same_device("linear_few_rows_glu", w.device, {&gate, &up, &y});
+  DS_CHECK(linear_few_rows_fits(gate, w) && linear_few_rows_fits(up, w),
+           "linear_few_rows_glu: {} rows of {} (at most {} rows, a multiple of 8 columns, 16-byte aligned)",
+           T, w.cols, kLinearFewRows);
+  if (w.device == Device::Cpu) {
+    std::vector<float> h(size_t(T * w.cols));
+    const TensorView hv = TensorView::matrix(h.data(), DType::F32, T, w.cols, -1, Device::Cpu);
+    for (int64_t t = 0; t < T; ++t) {
+      const float* g = static_cast<const float*>(gate.data) + t * gate.stride[0];
+      const float* u = static_cast<const float*>(up.data) + t * up.stride[0];
+      for (int64_t c = 0; c < w.cols; ++c) h[size_t(t * w.cols + c)] = g[c] / (1.0f + std::exp(-g[c])) * u[c];
+    }
+    return linear(hv, w, y, accumulate);
+  }
+#ifdef DS_HAVE_CUDA
+  const cuda::FewRowsLaunchJob j{w.data, static_cast<float*>(y.data), y.stride[0], w.rows, accumulate};
+  return cuda::launch_linear_few_rows_multi(static_cast<const float*>(gate.data), gate.stride[0], T,
+                                            w.dtype == DType::BF16, w.cols, &j, 1,
+                                            static_cast<const float*>(up.data), up.stride[0]);
+#endif
+  detail::no_backend("linear_few_rows_glu", w.device);
 }
 
 void linear_heads(const TensorView& x, const WeightView& w, const TensorView& y, int64_t heads,

@@ -46,4 +46,22 @@ constexpr int64_t kLinearFewRows = 8;
 bool linear_few_rows_fits(const TensorView& x, const WeightView& w);
 void linear_few_rows(const TensorView& x, const WeightView& w, const TensorView& y, bool accumulate = false);
 
+// Several few-row products over the same rows x (e.g. a layer's projections of its normed input):
+// y_j (+)= x · W_jᵀ for each job, every W_j of one dtype with x's width, outputs not overlapping each
+// other or x. CUDA: one launch for all of them; the CPU runs linear() per job (the reference). At most
+// kLinearFewRowsJobs jobs, each fitting linear_few_rows.
+struct FewRowsJob {
+  WeightView w;
+  TensorView y;
+  bool accumulate = false;
+};
+constexpr int kLinearFewRowsJobs = 8;
+void linear_few_rows_multi(const TensorView& x, std::span<const FewRowsJob> jobs);
+
+// A GLU's down projection of a few rows: y (+)= (silu(gate) ⊙ up) · Wᵀ, gate and up f32 [T, in] as x
+// of linear_few_rows (both must fit it). CUDA: the product formed while the rows are loaded (no
+// intermediate, one launch); the CPU runs silu_mul and linear() (the reference).
+void linear_few_rows_glu(const TensorView& gate, const TensorView& up, const WeightView& w,
+                         const TensorView& y, bool accumulate = false);
+
 }  // namespace ds

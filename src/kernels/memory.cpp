@@ -130,6 +130,14 @@ void synchronize(Device device) {
   detail::no_backend("synchronize", device);
 }
 
+void profiler_range(bool on) {
+#ifdef DS_HAVE_CUDA
+  if (cuda_available()) cuda::profiler_range(on);
+#else
+  (void)on;
+#endif
+}
+
 bool cuda_available() {
 #ifdef DS_HAVE_CUDA
   return cuda::device_count() > 0;

@@ -66,6 +66,9 @@ void copy_rows_bytes(void* dst, int64_t dst_pitch, Device dst_device, const void
 void zero_bytes(void* dst, Device device, int64_t bytes);
 // Waits until every operation queued on `device` has finished (no-op on the CPU).
 void synchronize(Device device);
+// Starts (on) / stops the CUDA profiler's capture range, e.g. for Nsight Compute's
+// --profile-from-start off; no-op on the CPU and in a CPU-only build.
+void profiler_range(bool on);
 // Whether a CUDA device is usable by this process (false on a CPU-only build or without a GPU).
 bool cuda_available();
 

@@ -3,6 +3,7 @@
 #include "kernels/cpu/mla_attention.h"
 #include "kernels/dispatch.h"
 #ifdef DS_HAVE_CUDA
+#include "kernels/cuda/mla_dense.h"
 #include "kernels/cuda/model_ops_launch.h"
 #endif
 
@@ -37,6 +38,22 @@ void check_paged(const char* op, const MlaPagedLatents& p, int64_t T) {
   }
 }
 
+// The q_hat, q_pe and ctx views of a's tokens; returns their number T.
+int64_t check_attention_args(const char* op, const MlaPagedLatents& p, const MlaAttentionArgs& a) {
+  const int64_t T = a.q_hat.ndim == 2 ? a.q_hat.shape[0] : -1;
+  DS_CHECK(a.H > 0, "{}: {} heads", op, a.H);
+  detail::check_rows(op, "q_hat", a.q_hat, T, a.H * p.R);
+  detail::check_rows(op, "ctx", a.ctx, T, a.H * p.R);
+  const int64_t pe_cols = a.q_pe.ndim == 2 ? a.q_pe.shape[1] : -1;
+  detail::check_rows(op, "q_pe", a.q_pe, T, pe_cols);
+  DS_CHECK(a.q_pe_col >= 0 && a.q_pe_head_stride >= 0 &&
+               a.q_pe_col + (a.H - 1) * a.q_pe_head_stride + p.dr <= pe_cols,
+           "{}: q_pe columns {} + h * {} (+{}) outside its {} columns", op, a.q_pe_col, a.q_pe_head_stride,
+           p.dr, pe_cols);
+  check_same_device(op, p.device, {&a.q_hat, &a.q_pe, &a.ctx});
+  return T;
+}
+
 #ifdef DS_HAVE_CUDA
 cuda::MlaLaunch launch_of(const MlaPagedLatents& p, int64_t T) {
   auto i32 = [](const TensorView& v) { return static_cast<const int32_t*>(v.data); };
@@ -65,17 +82,7 @@ void mla_write_latents(const MlaPagedLatents& p, const TensorView& c, const Tens
 
 void mla_attention(const MlaPagedLatents& p, const MlaAttentionArgs& a) {
   const char* op = "mla_attention";
-  const int64_t T = a.q_hat.ndim == 2 ? a.q_hat.shape[0] : -1;
-  DS_CHECK(a.H > 0, "{}: {} heads", op, a.H);
-  detail::check_rows(op, "q_hat", a.q_hat, T, a.H * p.R);
-  detail::check_rows(op, "ctx", a.ctx, T, a.H * p.R);
-  const int64_t pe_cols = a.q_pe.ndim == 2 ? a.q_pe.shape[1] : -1;
-  detail::check_rows(op, "q_pe", a.q_pe, T, pe_cols);
-  DS_CHECK(a.q_pe_col >= 0 && a.q_pe_head_stride >= 0 &&
-               a.q_pe_col + (a.H - 1) * a.q_pe_head_stride + p.dr <= pe_cols,
-           "{}: q_pe columns {} + h * {} (+{}) outside its {} columns", op, a.q_pe_col, a.q_pe_head_stride,
-           p.dr, pe_cols);
-  check_same_device(op, p.device, {&a.q_hat, &a.q_pe, &a.ctx});
+  const int64_t T = check_attention_args(op, p, a);
   check_paged(op, p, T);
   if (T == 0) return;
   if (p.device == Device::Cpu) return cpu::mla_attention(p, a);
@@ -91,6 +98,33 @@ void mla_attention(const MlaPagedLatents& p, const MlaAttentionArgs& a) {
     return;
   return cuda::launch_mla_attention(m, a.H, q_hat, a.q_hat.stride[0], q_pe, a.q_pe.stride[0],
                                     a.q_pe_head_stride, a.scale, ctx, a.ctx.stride[0]);
+#endif
+  detail::no_backend(op, p.device);
+}
+
+void mla_attention_dense(const MlaPagedLatents& p, const MlaAttentionArgs& a, int64_t page_off, int64_t p0,
+                         int64_t scratch_bytes) {
+  const char* op = "mla_attention_dense";
+  if (p.device == Device::Cpu) return mla_attention(p, a);
+  const int64_t T = check_attention_args(op, p, a);
+  DS_CHECK(p0 >= 0 && page_off >= 0 && scratch_bytes > 0, "{}: {} tokens after {}", op, T, p0);
+  check_same_device(op, p.device, {&p.page_table});
+  const int64_t pages = (p0 + T + p.page_tokens - 1) / p.page_tokens;
+  DS_CHECK(page_off + pages <= p.page_table.numel(), "{}: {} pages from entry {} of a {}-entry page table",
+           op, pages, page_off, p.page_table.numel());
+  if (T == 0) return;
+#ifdef DS_HAVE_CUDA
+  cuda::MlaDenseArgs d;
+  d.pool = p.pool, d.page_tokens = p.page_tokens;
+  d.page_table = static_cast<const int32_t*>(p.page_table.data) + page_off;
+  d.H = a.H, d.R = p.R, d.dr = p.dr, d.T = T, d.p0 = p0;
+  d.q_hat = static_cast<const float*>(a.q_hat.data), d.q_hat_stride = a.q_hat.stride[0];
+  d.q_pe = static_cast<const float*>(a.q_pe.data) + a.q_pe_col, d.q_pe_stride = a.q_pe.stride[0];
+  d.q_pe_head_stride = a.q_pe_head_stride;
+  d.scale = a.scale;
+  d.ctx = static_cast<float*>(a.ctx.data), d.ctx_stride = a.ctx.stride[0];
+  d.scratch_bytes = scratch_bytes;
+  return cuda::mla_attention_dense(d);
 #endif
   detail::no_backend(op, p.device);
 }

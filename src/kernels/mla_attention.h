@@ -44,4 +44,17 @@ struct MlaAttentionArgs {
 
 void mla_attention(const MlaPagedLatents& p, const MlaAttentionArgs& a);
 
+// mla_attention for T tokens of one sequence at consecutive positions p0 .. p0 + T - 1 (the rows of
+// a's views; the sequence's pages listed from entry `page_off` of p.page_table), through matrix
+// products on the tensor cores: the sequence's first p0 + T latent rows gathered as bf16, per head
+// the scores [q̂ ; q_pe] · [c ; k_pe]ᵀ as one product per block of query rows (keys past the block's
+// last position skipped), a causal softmax in f32, ctx = P · C as a second product (bf16 operands,
+// f32 accumulation: about 1e-3 relative error). Scratch of about `scratch_bytes` for the scores at a
+// time (at least one head of one block). CUDA; on the CPU it is mla_attention (the reference; p's
+// tok_seq / tok_pos must then describe these T tokens). Prefill chunks of at least
+// kMlaDenseMinTokens tokens are where it pays.
+constexpr int64_t kMlaDenseMinTokens = 256;
+void mla_attention_dense(const MlaPagedLatents& p, const MlaAttentionArgs& a, int64_t page_off, int64_t p0,
+                         int64_t scratch_bytes = int64_t(2) << 30);
+
 }  // namespace ds

@@ -2,8 +2,10 @@
 
 #include "kernels/cpu/norm.h"
 #include "kernels/dispatch.h"
+#include "kernels/elementwise.h"
 #ifdef DS_HAVE_CUDA
 #include "kernels/cuda/dense.h"
+#include "kernels/cuda/dense_launch.h"
 #endif
 
 namespace ds {
@@ -45,6 +47,23 @@ void rmsnorm(const TensorView& x, const TensorView& weight, float eps, const Ten
       break;
   }
   detail::no_backend("rmsnorm", x.device);
+}
+
+void add_rmsnorm(const TensorView& r, const TensorView& x, const TensorView& weight, float eps,
+                 const TensorView& y) {
+  const int64_t rows = x.ndim == 2 ? x.shape[0] : -1, dim = x.ndim == 2 ? x.shape[1] : -1;
+  check_packed_rows("add_rmsnorm", "r", r, rows, dim);
+  check_packed_rows("add_rmsnorm", "y", y, rows, dim);
+  const float* w = weight_or_null("add_rmsnorm", weight, dim);
+  check_same_device("add_rmsnorm", x.device, {&r, &y});
+#ifdef DS_HAVE_CUDA
+  if (x.device == Device::Cuda && x.dtype == DType::F32 && r.dtype == DType::F32 && y.dtype == DType::F32 &&
+      cuda::launch_add_rmsnorm({static_cast<const float*>(r.data), r.stride[0], static_cast<float*>(x.data),
+                                x.stride[0], static_cast<float*>(y.data), y.stride[0], w, rows, dim, eps}))
+    return;
+#endif
+  add_rows(r, x);
+  rmsnorm(x, weight, eps, y);
 }
 
 void rmsnorm_gated_sigmoid(const TensorView& x, const TensorView& gate, const TensorView& weight, float eps,

@@ -99,6 +99,7 @@ void short_conv_batch(const ShortConvBatchArgs& a) {
   l.pool = a.pool, l.slot_stride = a.slot_stride;
   l.cu_seqlens = d_cu.as<int64_t>(), l.slot = d_slot.as<int32_t>(), l.ck_offset = d_off.as<int32_t>();
   l.ck_slot = d_ck_slot.as<int32_t>(), l.ck_after = d_ck_after.as<int64_t>();
+  l.T = T, l.n_checkpoints = int(ck_slot.size());
   return cuda::launch_short_conv_batch(l);
 #endif
   detail::no_backend(op, a.device);

@@ -67,7 +67,7 @@ TensorView as_rows(const TensorView& v) {
 
 // heads == 1: one product; otherwise strided-batched (operand h advanced by h times its stride).
 void matmul(const TensorView& x, const WeightView& w, const TensorView& y, bool accumulate, int64_t heads,
-            int64_t x_stride, int64_t w_stride, int64_t y_stride) {
+            int64_t x_stride, int64_t w_stride, int64_t y_stride, int64_t w_ld) {
   const int64_t T = x.shape[0];
   if (T == 0) return;
   DS_CHECK(!accumulate || y.dtype == DType::F32 || y.dtype == DType::BF16, "linear (CUDA): bad output dtype");
@@ -80,7 +80,7 @@ void matmul(const TensorView& x, const WeightView& w, const TensorView& y, bool 
   check_lt(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)), "transb");
   // y^T [out, T] = W [out, in] · x^T [in, T] in column-major terms: A = W (col-major [in, out], op T),
   // B = x (col-major [in, T]), C = D = y (col-major [out, T]).
-  const Layout A(w.dtype, uint64_t(w.cols), uint64_t(w.rows), w.cols);
+  const Layout A(w.dtype, uint64_t(w.cols), uint64_t(w.rows), w_ld);
   const Layout B(x.dtype, uint64_t(w.cols), uint64_t(T), x.stride[0]);
   const Layout C(y.dtype, uint64_t(w.rows), uint64_t(T), y.stride[0]);
   if (heads > 1) {
@@ -136,12 +136,18 @@ void matmul(const TensorView& x, const WeightView& w, const TensorView& y, bool 
 }  // namespace
 
 void linear(const TensorView& x, const WeightView& w, const TensorView& y, bool accumulate) {
-  matmul(x, w, y, accumulate, 1, 0, 0, 0);
+  matmul(x, w, y, accumulate, 1, 0, 0, 0, w.cols);
 }
 
 void linear_heads(const TensorView& x, const WeightView& w, const TensorView& y, int64_t heads,
                   int64_t x_stride, int64_t w_stride, int64_t y_stride, bool accumulate) {
-  matmul(x, w, y, accumulate, heads, x_stride, w_stride, y_stride);
+  matmul(x, w, y, accumulate, heads, x_stride, w_stride, y_stride, w.cols);
+}
+
+void linear_heads_ld(const TensorView& x, const WeightView& w, int64_t w_ld, const TensorView& y,
+                     int64_t heads, int64_t x_stride, int64_t w_stride, int64_t y_stride) {
+  DS_CHECK(w_ld >= w.cols, "linear (CUDA): weight row stride {} below its {} columns", w_ld, w.cols);
+  matmul(x, w, y, false, heads, x_stride, w_stride, y_stride, w_ld);
 }
 
 void rmsnorm(const TensorView& x, const TensorView& weight, float eps, const TensorView& y) {

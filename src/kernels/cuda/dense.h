@@ -13,6 +13,9 @@ void linear(const TensorView& x, const WeightView& w, const TensorView& y, bool 
 // Strided-batched linear: head h reads x + h*x_stride, w + h*w_stride, writes y + h*y_stride.
 void linear_heads(const TensorView& x, const WeightView& w, const TensorView& y, int64_t heads,
                   int64_t x_stride, int64_t w_stride, int64_t y_stride, bool accumulate);
+// The same with W's rows w_ld elements apart (a column slice of a wider matrix); heads >= 1.
+void linear_heads_ld(const TensorView& x, const WeightView& w, int64_t w_ld, const TensorView& y,
+                     int64_t heads, int64_t x_stride, int64_t w_stride, int64_t y_stride);
 void rmsnorm(const TensorView& x, const TensorView& weight, float eps, const TensorView& y);
 void rmsnorm_gated_sigmoid(const TensorView& x, const TensorView& gate, const TensorView& weight, float eps,
                            const TensorView& y);

@@ -23,4 +23,19 @@ enum class RowOp { RmsNorm, RmsNormGatedSigmoid, L2Norm, SiluMul, Sigmoid, Silu 
 
 void launch_rows(RowOp op, const RowsArg& a);
 
+// x += r, then y = rmsnorm(x) · weight (weight nullptr = ones), f32 rows. false (nothing launched)
+// when the shape or alignment does not fit the one-pass kernel (dim % 4, dim <= 4096, 16 bytes).
+struct AddNormArg {
+  const float* r;
+  int64_t r_stride;
+  float* x;
+  int64_t x_stride;
+  float* y;
+  int64_t y_stride;
+  const float* weight;
+  int64_t rows, dim;
+  float eps;
+};
+bool launch_add_rmsnorm(const AddNormArg& a);
+
 }  // namespace ds::cuda

@@ -3,6 +3,9 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include <cstdint>
+#include <type_traits>
+
 #include "kernels/cuda/act_io.cuh"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/dense_launch.h"
@@ -48,6 +51,137 @@ __global__ void __launch_bounds__(128) norm_kernel(RowsArg a) {
   }
 }
 
+// The same for f32 rows of 512 to kSmallVecs * 4 * 128 columns (dim % 4 == 0, 16-byte aligned): every
+// load of the row (and of the weight and gate) issued before the reduction, the row kept in registers.
+// Decode steps' single rows: one pass of latency instead of one per 128 columns.
+constexpr int kSmallVecs = 8;
+template <RowOp kOp>
+__global__ void __launch_bounds__(128) norm_small_kernel(RowsArg a) {
+  const int64_t r = blockIdx.x;
+  const float4* x = reinterpret_cast<const float4*>(static_cast<const float*>(a.x) + r * a.x_stride);
+  float4* y = reinterpret_cast<float4*>(static_cast<float*>(a.y) + r * a.y_stride);
+  const int n4 = int(a.dim / 4);
+  float4 v[kSmallVecs], wv[kSmallVecs], gv[kSmallVecs];
+  float ss = 0.0f;
+#pragma unroll
+  for (int j = 0; j < kSmallVecs; ++j) {
+    const int c = int(threadIdx.x) + 128 * j;
+    v[j] = c < n4 ? x[c] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    if (kOp != RowOp::L2Norm && a.weight && c < n4) wv[j] = reinterpret_cast<const float4*>(a.weight)[c];
+    if (kOp == RowOp::RmsNormGatedSigmoid && c < n4)
+      gv[j] = reinterpret_cast<const float4*>(static_cast<const float*>(a.gate) + r * a.gate_stride)[c];
+  }
+#pragma unroll
+  for (int j = 0; j < kSmallVecs; ++j)
+    ss += v[j].x * v[j].x + v[j].y * v[j].y + v[j].z * v[j].z + v[j].w * v[j].w;
+  const float total = block_sum(ss);
+  const float inv = kOp == RowOp::L2Norm ? rsqrtf(total + a.eps) : rsqrtf(total / float(a.dim) + a.eps);
+#pragma unroll
+  for (int j = 0; j < kSmallVecs; ++j) {
+    const int c = int(threadIdx.x) + 128 * j;
+    if (c >= n4) break;
+    float4 o = make_float4(v[j].x * inv, v[j].y * inv, v[j].z * inv, v[j].w * inv);
+    if (kOp != RowOp::L2Norm && a.weight) o.x *= wv[j].x, o.y *= wv[j].y, o.z *= wv[j].z, o.w *= wv[j].w;
+    if (kOp == RowOp::RmsNormGatedSigmoid) {
+      o.x *= sigmoidf_dev(gv[j].x), o.y *= sigmoidf_dev(gv[j].y);
+      o.z *= sigmoidf_dev(gv[j].z), o.w *= sigmoidf_dev(gv[j].w);
+    }
+    y[c] = o;
+  }
+}
+
+// x += r, then y = rmsnorm(x) · weight: the same register-resident row, the updated x written back.
+__global__ void __launch_bounds__(128) add_rmsnorm_kernel(AddNormArg a) {
+  const int64_t row = blockIdx.x;
+  const float4* r = reinterpret_cast<const float4*>(a.r + row * a.r_stride);
+  float4* x = reinterpret_cast<float4*>(a.x + row * a.x_stride);
+  float4* y = reinterpret_cast<float4*>(a.y + row * a.y_stride);
+  const int n4 = int(a.dim / 4);
+  float4 v[kSmallVecs], wv[kSmallVecs];
+  float ss = 0.0f;
+#pragma unroll
+  for (int j = 0; j < kSmallVecs; ++j) {
+    const int c = int(threadIdx.x) + 128 * j;
+    v[j] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    if (c < n4) {
+      const float4 xv = x[c], rv = r[c];
+      v[j] = make_float4(xv.x + rv.x, xv.y + rv.y, xv.z + rv.z, xv.w + rv.w);
+      wv[j] = a.weight ? reinterpret_cast<const float4*>(a.weight)[c] : make_float4(1.0f, 1.0f, 1.0f, 1.0f);
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < kSmallVecs; ++j)
+    ss += v[j].x * v[j].x + v[j].y * v[j].y + v[j].z * v[j].z + v[j].w * v[j].w;
+  const float inv = rsqrtf(block_sum(ss) / float(a.dim) + a.eps);
+#pragma unroll
+  for (int j = 0; j < kSmallVecs; ++j) {
+    const int c = int(threadIdx.x) + 128 * j;
+    if (c >= n4) break;
+    x[c] = v[j];
+    y[c] = make_float4(v[j].x * inv * wv[j].x, v[j].y * inv * wv[j].y, v[j].z * inv * wv[j].z,
+                       v[j].w * inv * wv[j].w);
+  }
+}
+
+// f32 rows of 128, 256, 384 or 512 columns (e.g. KDA's per-head o_norm over T * H rows): a warp per
+// row, 8 rows per CTA, shuffles only.
+constexpr int kWarpVecs = 4;
+template <RowOp kOp>
+__global__ void __launch_bounds__(256) norm_warp_kernel(RowsArg a) {
+  const int64_t r = int64_t(blockIdx.x) * 8 + threadIdx.x / 32;
+  if (r >= a.rows) return;
+  const int lane = threadIdx.x % 32, n4 = int(a.dim / 4);
+  const float4* x = reinterpret_cast<const float4*>(static_cast<const float*>(a.x) + r * a.x_stride);
+  float4* y = reinterpret_cast<float4*>(static_cast<float*>(a.y) + r * a.y_stride);
+  float4 v[kWarpVecs], gv[kWarpVecs];
+  float ss = 0.0f;
+#pragma unroll
+  for (int j = 0; j < kWarpVecs; ++j) {
+    const int c = lane + 32 * j;
+    if (c < n4) {
+      v[j] = x[c];
+      if (kOp == RowOp::RmsNormGatedSigmoid)
+        gv[j] = reinterpret_cast<const float4*>(static_cast<const float*>(a.gate) + r * a.gate_stride)[c];
+      ss += v[j].x * v[j].x + v[j].y * v[j].y + v[j].z * v[j].z + v[j].w * v[j].w;
+    }
+  }
+#pragma unroll
+  for (int o = 16; o > 0; o /= 2) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+  const float inv = kOp == RowOp::L2Norm ? rsqrtf(ss + a.eps) : rsqrtf(ss / float(a.dim) + a.eps);
+#pragma unroll
+  for (int j = 0; j < kWarpVecs; ++j) {
+    const int c = lane + 32 * j;
+    if (c >= n4) break;
+    float4 o = make_float4(v[j].x * inv, v[j].y * inv, v[j].z * inv, v[j].w * inv);
+    if (kOp != RowOp::L2Norm && a.weight) {
+      const float4 w = reinterpret_cast<const float4*>(a.weight)[c];
+      o.x *= w.x, o.y *= w.y, o.z *= w.z, o.w *= w.w;
+    }
+    if (kOp == RowOp::RmsNormGatedSigmoid) {
+      o.x *= sigmoidf_dev(gv[j].x), o.y *= sigmoidf_dev(gv[j].y);
+      o.z *= sigmoidf_dev(gv[j].z), o.w *= sigmoidf_dev(gv[j].w);
+    }
+    y[c] = o;
+  }
+}
+
+bool aligned_rows(const RowsArg& a) {
+  auto al = [](const void* p) { return p == nullptr || reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+  return a.x_stride % 4 == 0 && a.y_stride % 4 == 0 && a.gate_stride % 4 == 0 && al(a.x) && al(a.y) &&
+         al(a.weight) && al(a.gate);
+}
+
+bool warp_row_fits(const RowsArg& a) {
+  return a.dim % 128 == 0 && a.dim <= 128 * kWarpVecs && aligned_rows(a);
+}
+
+bool small_row_fits(const RowsArg& a) {
+  auto al = [](const void* p) { return p == nullptr || reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+  // From 512 columns (every thread busy) up to what the registers hold.
+  return a.dim % 4 == 0 && a.dim >= 512 && a.dim <= int64_t(kSmallVecs) * 4 * 128 && a.x_stride % 4 == 0 &&
+         a.y_stride % 4 == 0 && a.gate_stride % 4 == 0 && al(a.x) && al(a.y) && al(a.weight) && al(a.gate);
+}
+
 template <class T, RowOp kOp>
 __global__ void elementwise_kernel(RowsArg a) {
   const int64_t n = a.rows * a.dim;
@@ -69,6 +203,10 @@ __global__ void elementwise_kernel(RowsArg a) {
 template <class T, RowOp kOp>
 void launch_one(const RowsArg& a) {
   if constexpr (kOp == RowOp::RmsNorm || kOp == RowOp::RmsNormGatedSigmoid || kOp == RowOp::L2Norm) {
+    if constexpr (std::is_same_v<T, float>) {
+      if (warp_row_fits(a)) return norm_warp_kernel<kOp><<<unsigned((a.rows + 7) / 8), 256>>>(a);
+      if (small_row_fits(a)) return norm_small_kernel<kOp><<<unsigned(a.rows), 128>>>(a);
+    }
     norm_kernel<T, kOp><<<unsigned(a.rows), 128>>>(a);
   } else {
     const int64_t n = a.rows * a.dim;
@@ -88,6 +226,16 @@ void launch_typed(RowOp op, const RowsArg& a) {
 }
 
 }  // namespace
+
+bool launch_add_rmsnorm(const AddNormArg& a) {
+  auto al = [](const void* p) { return p == nullptr || reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+  if (a.dim % 4 != 0 || a.dim > int64_t(kSmallVecs) * 4 * 128 || a.r_stride % 4 != 0 || a.x_stride % 4 != 0 ||
+      a.y_stride % 4 != 0 || !al(a.r) || !al(a.x) || !al(a.y) || !al(a.weight))
+    return false;
+  if (a.rows > 0) add_rmsnorm_kernel<<<unsigned(a.rows), 128>>>(a);
+  check_launch("add rmsnorm kernel");
+  return true;
+}
 
 void launch_rows(RowOp op, const RowsArg& a) {
   if (a.bf16)

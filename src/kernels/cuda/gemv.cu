@@ -1,6 +1,9 @@
-// Few-row linear (kernels/linear.h linear_few_rows): y [T, out] (+)= x [T, in] · Wᵀ for T <= 8 f32
-// rows, W f32 or bf16 read once: one warp per output row, 16-byte weight loads, every row of x at
-// once (x stays in L1/L2). The decode steps' projections without a cast of x or a GEMM tile.
+// Few-row linear (kernels/linear.h linear_few_rows, linear_few_rows_multi): y_j [T, out_j] (+)= x [T, in] ·
+// W_jᵀ for T <= 8 f32 rows and up to 8 weights over the same x in one launch, W f32 or bf16 read once:
+// one warp per output row, 16-byte weight loads that skip L1, every row of x at once (x stays in L1/L2);
+// optionally the input formed as silu(gate) ⊙ up while it is loaded (a GLU's down projection).
+// The decode steps' projections without a cast of x or a GEMM tile, and with one launch for all the
+// projections of one input.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -12,42 +15,70 @@ namespace ds::cuda {
 namespace {
 
 constexpr int kMaxRows = 8;
+constexpr int kWarps = 8;  // output rows per CTA
 
-template <class W, int kRows>
-__global__ void __launch_bounds__(256) gemv_kernel(const float* x, int64_t xs, const W* w, int64_t out,
-                                                   int64_t in, float* y, int64_t ys, bool accumulate) {
+struct Job {
+  const void* w;
+  float* y;
+  int64_t y_stride, out;
+  int32_t block0;  // first CTA of this job
+  int32_t accumulate;
+};
+struct Jobs {
+  Job job[kFewRowsMaxJobs];
+  int n;
+};
+
+__device__ __forceinline__ float silu_f(float v) {
+  return v / (1.0f + __expf(-v));
+}
+
+// kGlu: the input row is silu(x) ⊙ x2 (x2 rows x2s apart), formed as it is loaded.
+template <class W, int kRows, bool kGlu>
+__global__ void __launch_bounds__(256)
+    gemv_kernel(const float* x, int64_t xs, const float* x2, int64_t x2s, int64_t in, Jobs jobs) {
+  int j = 0;
+  while (j + 1 < jobs.n && int(blockIdx.x) >= jobs.job[j + 1].block0) ++j;
+  const Job& jb = jobs.job[j];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int64_t o = int64_t(blockIdx.x) * 8 + warp;
-  if (o >= out) return;
-  const W* wr = w + o * in;
+  const int64_t o = int64_t(int(blockIdx.x) - jb.block0) * kWarps + warp;
+  if (o >= jb.out) return;
+  const W* wr = static_cast<const W*>(jb.w) + o * in;
   float acc[kRows] = {};
 #pragma unroll 4
   for (int64_t c = lane * 8; c < in; c += 256) {
     float wv[8];
-    load8(wr + c, wv);
+    load8_stream(wr + c, wv);
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
       float xv[8];
       load8(x + r * xs + c, xv);
+      if constexpr (kGlu) {
+        float uv[8];
+        load8(x2 + r * x2s + c, uv);
+#pragma unroll
+        for (int q = 0; q < 8; ++q) xv[q] = silu_f(xv[q]) * uv[q];
+      }
 #pragma unroll
       for (int q = 0; q < 8; ++q) acc[r] += wv[q] * xv[q];
     }
   }
+  float* y = jb.y;
+  const int64_t ys = jb.y_stride;
 #pragma unroll
   for (int r = 0; r < kRows; ++r) {
     const float sum = warp_sum(acc[r]);
-    if (lane == 0) y[r * ys + o] = accumulate ? y[r * ys + o] + sum : sum;
+    if (lane == 0) y[r * ys + o] = jb.accumulate ? y[r * ys + o] + sum : sum;
   }
 }
 
-template <class W>
-void launch_rows(int64_t T, const float* x, int64_t xs, const W* w, int64_t out, int64_t in, float* y,
-                 int64_t ys, bool acc) {
-  const unsigned grid = unsigned((out + 7) / 8);
+template <class W, bool kGlu>
+void launch_rows(int64_t T, const float* x, int64_t xs, const float* x2, int64_t x2s, int64_t in,
+                 const Jobs& jobs, unsigned grid) {
   switch (T) {
 #define DS_GEMV_CASE(n) \
   case n:               \
-    return gemv_kernel<W, n><<<grid, 256>>>(x, xs, w, out, in, y, ys, acc);
+    return gemv_kernel<W, n, kGlu><<<grid, kWarps * 32>>>(x, xs, x2, x2s, in, jobs);
     DS_GEMV_CASE(1)
     DS_GEMV_CASE(2)
     DS_GEMV_CASE(3)
@@ -62,15 +93,36 @@ void launch_rows(int64_t T, const float* x, int64_t xs, const W* w, int64_t out,
 
 }  // namespace
 
+void launch_linear_few_rows_multi(const float* x, int64_t x_stride, int64_t T, bool bf16, int64_t in,
+                                  const FewRowsLaunchJob* jobs, int n_jobs, const float* up,
+                                  int64_t up_stride) {
+  require(T >= 1 && T <= kMaxRows && in % 8 == 0 && x_stride % 4 == 0 && up_stride % 4 == 0 && n_jobs >= 1 &&
+              n_jobs <= kFewRowsMaxJobs,
+          "linear_few_rows (CUDA): 1..8 rows, in % 8 == 0, row stride % 4 == 0, 1..8 weights");
+  Jobs js{};
+  int64_t blocks = 0;
+  for (int j = 0; j < n_jobs; ++j) {
+    js.job[j] = Job{jobs[j].w, jobs[j].y, jobs[j].y_stride, jobs[j].out, int32_t(blocks), jobs[j].accumulate};
+    blocks += (jobs[j].out + kWarps - 1) / kWarps;
+  }
+  js.n = n_jobs;
+  require(blocks <= 0x7fffffff, "linear_few_rows (CUDA): too many output rows");
+  const unsigned g = unsigned(blocks);
+  if (bf16 && up)
+    launch_rows<__nv_bfloat16, true>(T, x, x_stride, up, up_stride, in, js, g);
+  else if (bf16)
+    launch_rows<__nv_bfloat16, false>(T, x, x_stride, nullptr, 0, in, js, g);
+  else if (up)
+    launch_rows<float, true>(T, x, x_stride, up, up_stride, in, js, g);
+  else
+    launch_rows<float, false>(T, x, x_stride, nullptr, 0, in, js, g);
+  check_launch("linear_few_rows kernel");
+}
+
 void launch_linear_few_rows(const float* x, int64_t x_stride, int64_t T, const void* w, bool bf16,
                             int64_t out, int64_t in, float* y, int64_t y_stride, bool accumulate) {
-  require(T >= 1 && T <= kMaxRows && in % 8 == 0 && x_stride % 4 == 0,
-          "linear_few_rows (CUDA): 1..8 rows, in % 8 == 0, row stride % 4 == 0");
-  if (bf16)
-    launch_rows(T, x, x_stride, static_cast<const __nv_bfloat16*>(w), out, in, y, y_stride, accumulate);
-  else
-    launch_rows(T, x, x_stride, static_cast<const float*>(w), out, in, y, y_stride, accumulate);
-  check_launch("linear_few_rows kernel");
+  const FewRowsLaunchJob j{w, y, y_stride, out, accumulate};
+  launch_linear_few_rows_multi(x, x_stride, T, bf16, in, &j, 1);
 }
 
 }  // namespace ds::cuda

@@ -1,5 +1,6 @@
 #include "kernels/cuda/memory.h"
 
+#include <cuda_profiler_api.h>
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
@@ -67,6 +68,10 @@ void zero(void* p, int64_t bytes) {
 
 void synchronize() {
   check(cudaDeviceSynchronize(), "device synchronize");
+}
+
+void profiler_range(bool on) {
+  check(on ? cudaProfilerStart() : cudaProfilerStop(), "profiler range");
 }
 
 }  // namespace ds::cuda

@@ -16,6 +16,8 @@ void copy_2d(void* dst, int64_t dst_pitch, bool dst_device, const void* src, int
              bool src_device, int64_t row_bytes, int64_t rows);
 void zero(void* p, int64_t bytes);
 void synchronize();
+// Starts / stops the profiler's capture range (cudaProfilerStart / Stop).
+void profiler_range(bool on);
 // Keeps freed memory in the device's stream-ordered pool instead of returning it to the driver at
 // every synchronisation (the default threshold 0 re-maps gigabytes per call). Once per process.
 void keep_pool_memory();

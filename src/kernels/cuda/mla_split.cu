@@ -3,6 +3,8 @@
 // token (flash-decoding): CTA (i, s) walks tiles s, s + S, ... of 32 positions, keeping per head an
 // online softmax (m, l) and the unnormalised context O [H, R] in registers; a second kernel merges
 // the S partial results. S = 1 (long prompts: enough tokens to fill the GPU) writes ctx directly.
+// Few tokens (decode): the heads are also split into G groups (CTA (i, s, g)), so that a step of one
+// token still spreads over the GPU with a small q tile per CTA (the latents are then read G times).
 // f32 throughout; H <= 32, R <= 512, (R + dr) % 4 == 0 (else the per-head kernel of mla.cu runs).
 #include <cuda_runtime.h>
 
@@ -22,7 +24,7 @@ constexpr int kColsPerThread = 4;                              // cols t%128 + 1
 
 struct SplitArgs {
   MlaLaunch m;
-  int H, S;
+  int H, S;  // H: heads per group (gridDim.z groups)
   const float* q_hat;
   int64_t qhs;
   const float* q_pe;
@@ -30,7 +32,7 @@ struct SplitArgs {
   float scale;
   float* ctx;  // S == 1
   int64_t cs;
-  float* part;  // S > 1: [T, S, H, 2 + R]: m, l, O
+  float* part;  // S > 1: [T, S, G * H, 2 + R]: m, l, O
 };
 
 __device__ __forceinline__ const float* entry(const MlaLaunch& m, int32_t seq, int64_t t) {
@@ -52,12 +54,13 @@ __global__ void __launch_bounds__(kThreads) mla_split_kernel(SplitArgs a) {
   float* c_s = l_s + H;           // [H] rescale of this tile
   const int64_t i = blockIdx.x;
   const int s = blockIdx.y, tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+  const int hb = int(blockIdx.z) * H, H_all = int(gridDim.z) * H;  // this CTA's first head, all heads
   const int32_t seq = a.m.tok_seq[i];
   const int64_t n_ctx = int64_t(a.m.tok_pos[i]) + 1;
   for (int x = tid; x < H * E; x += kThreads) {
     const int h = x / E, k = x % E;
-    q_s[x] =
-        a.scale * (k < R ? a.q_hat[i * a.qhs + int64_t(h) * R + k] : a.q_pe[i * a.qps + h * a.qph + k - R]);
+    q_s[x] = a.scale * (k < R ? a.q_hat[i * a.qhs + int64_t(hb + h) * R + k]
+                              : a.q_pe[i * a.qps + (hb + h) * a.qph + k - R]);
   }
   for (int h = tid; h < H; h += kThreads) m_s[h] = -FLT_MAX, l_s[h] = 0.0f;
   float acc[kHeadsPerThread][kColsPerThread];
@@ -151,10 +154,10 @@ __global__ void __launch_bounds__(kThreads) mla_split_kernel(SplitArgs a) {
 #pragma unroll
       for (int j = 0; j < kColsPerThread; ++j) {
         const int c = col0 + 128 * j;
-        if (c < R) a.ctx[i * a.cs + int64_t(h) * R + c] = acc[q][j] * inv;
+        if (c < R) a.ctx[i * a.cs + int64_t(hb + h) * R + c] = acc[q][j] * inv;
       }
     } else {
-      float* out = a.part + ((i * a.S + s) * H + h) * (2 + R);
+      float* out = a.part + ((i * a.S + s) * H_all + hb + h) * (2 + R);
       if (col0 == 0) out[0] = m_s[h], out[1] = l_s[h];
 #pragma unroll
       for (int j = 0; j < kColsPerThread; ++j) {
@@ -165,21 +168,43 @@ __global__ void __launch_bounds__(kThreads) mla_split_kernel(SplitArgs a) {
   }
 }
 
-// One CTA of 128 threads per (token, head): merges the S partial (m, l, O).
-__global__ void mla_merge_kernel(const float* part, int S, int H, int R, float* ctx, int64_t cs) {
+// One CTA per (token, head), a thread per latent column: merges the S <= kMaxSplits partial
+// (m, l, O). The splits' weights exp(m_s - M) / L are computed once into shared memory; each thread's
+// loads over the splits are independent (many in flight).
+constexpr int kMaxSplits = 128;
+constexpr int kMergeThreads = 512;
+__global__ void __launch_bounds__(kMergeThreads)
+    mla_merge_kernel(const float* part, int S, int H, int R, float* ctx, int64_t cs) {
+  __shared__ float wgt[kMaxSplits];
+  __shared__ float red[kMaxSplits / 32];
   const int64_t i = blockIdx.x;
-  const int h = blockIdx.y;
+  const int h = blockIdx.y, tid = threadIdx.x;
   const float* base = part + (i * S * H + h) * int64_t(2 + R);
   const int64_t step = int64_t(H) * (2 + R);
-  float M = -FLT_MAX;
-  for (int s = 0; s < S; ++s) M = fmaxf(M, base[s * step]);
-  float L = 0.0f;
-  for (int s = 0; s < S; ++s) L += base[s * step + 1] * expf(base[s * step] - M);
-  const float inv = 1.0f / L;
-  for (int c = threadIdx.x; c < R; c += blockDim.x) {
+  if (tid < kMaxSplits) {  // warps 0 .. 3: the weights
+    const float m = tid < S ? base[tid * step] : -FLT_MAX;
+    float M = m;
+#pragma unroll
+    for (int o = 16; o > 0; o /= 2) M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, o));
+    if (tid % 32 == 0) red[tid / 32] = M;
+    asm volatile("bar.sync 1, 128;");
+    M = fmaxf(fmaxf(red[0], red[1]), fmaxf(red[2], red[3]));
+    const float e = tid < S ? expf(m - M) : 0.0f;
+    float L = tid < S ? base[tid * step + 1] * e : 0.0f;
+#pragma unroll
+    for (int o = 16; o > 0; o /= 2) L += __shfl_xor_sync(0xffffffffu, L, o);
+    asm volatile("bar.sync 1, 128;");
+    if (tid % 32 == 0) red[tid / 32] = L;
+    asm volatile("bar.sync 1, 128;");
+    L = red[0] + red[1] + red[2] + red[3];
+    if (tid < S) wgt[tid] = e / L;
+  }
+  __syncthreads();
+  for (int c = tid; c < R; c += blockDim.x) {
     float o = 0.0f;
-    for (int s = 0; s < S; ++s) o += base[s * step + 2 + c] * expf(base[s * step] - M);
-    ctx[i * cs + int64_t(h) * R + c] = o * inv;
+#pragma unroll 16
+    for (int s = 0; s < S; ++s) o += base[s * step + 2 + c] * wgt[s];
+    ctx[i * cs + int64_t(h) * R + c] = o;
   }
 }
 
@@ -200,7 +225,11 @@ bool launch_mla_attention_split(const MlaLaunch& m, int64_t H, const float* q_ha
                                 float* ctx, int64_t ctx_stride) {
   const int64_t E = m.R + m.dr;
   if (H > kMaxHeads || m.R > 128 * kColsPerThread || E % 4 != 0) return false;
-  const size_t smem = size_t(H * E + kTile * (E + 4) + H * kTile + 3 * H) * sizeof(float);
+  // Head groups for one or two tokens (latency-bound): G groups of H / G heads. More tokens keep all
+  // heads in one CTA (measured: 4 groups at 8 tokens of 32k context ran 1.8x slower).
+  const int G = m.T <= 2 && H % 4 == 0 ? 4 : 1;
+  const int64_t Hg = H / G;
+  const size_t smem = size_t(Hg * E + kTile * (E + 4) + Hg * kTile + 3 * Hg) * sizeof(float);
   if (smem > 200 * 1024) return false;
   static const bool attr = [] {
     check(cudaFuncSetAttribute(mla_split_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024),
@@ -209,18 +238,19 @@ bool launch_mla_attention_split(const MlaLaunch& m, int64_t H, const float* q_ha
   }();
   (void)attr;
   // Two CTAs' worth of work per SM in all; S = 1 once the tokens alone fill the GPU.
-  const int64_t want = (2 * int64_t(sm_count()) + m.T - 1) / m.T;
-  const int S = int(want < 1 ? 1 : (want > 128 ? 128 : want));
-  SplitArgs a{m,           int(H),           S,     q_hat, q_hat_stride, q_pe,
+  const int64_t want = (2 * int64_t(sm_count()) + m.T * G - 1) / (m.T * G);
+  const int S = int(want < 1 ? 1 : (want > kMaxSplits ? kMaxSplits : want));
+  SplitArgs a{m,           int(Hg),          S,     q_hat, q_hat_stride, q_pe,
               q_pe_stride, q_pe_head_stride, scale, ctx,   ctx_stride,   nullptr};
   if (S > 1)
     check(cudaMallocAsync(reinterpret_cast<void**>(&a.part), size_t(m.T * S * H * (2 + m.R)) * sizeof(float),
                           cudaStreamPerThread),
           "mla split: workspace");
-  mla_split_kernel<<<dim3(unsigned(m.T), unsigned(S)), kThreads, smem>>>(a);
+  mla_split_kernel<<<dim3(unsigned(m.T), unsigned(S), unsigned(G)), kThreads, smem>>>(a);
   check_launch("mla split kernel");
   if (S > 1) {
-    mla_merge_kernel<<<dim3(unsigned(m.T), unsigned(H)), 128>>>(a.part, S, int(H), int(m.R), ctx, ctx_stride);
+    mla_merge_kernel<<<dim3(unsigned(m.T), unsigned(H)), kMergeThreads>>>(a.part, S, int(H), int(m.R), ctx,
+                                                                          ctx_stride);
     check_launch("mla merge kernel");
     check(cudaFreeAsync(a.part, cudaStreamPerThread), "mla split: workspace free");
   }

@@ -35,6 +35,18 @@ void launch_argmax_rows(const float* x, int64_t stride, int64_t rows, int64_t co
 // y [T, out] (+)= x [T, in] · Wᵀ, 1 <= T <= 8 f32 rows, W f32 or bf16 [out, in] (gemv.cu).
 void launch_linear_few_rows(const float* x, int64_t x_stride, int64_t T, const void* w, bool bf16,
                             int64_t out, int64_t in, float* y, int64_t y_stride, bool accumulate);
+// The same for up to kFewRowsMaxJobs weights of one dtype over the same x, in one launch.
+constexpr int kFewRowsMaxJobs = 8;
+struct FewRowsLaunchJob {
+  const void* w;  // [out, in]
+  float* y;       // [T, out], rows y_stride apart
+  int64_t y_stride, out;
+  bool accumulate;
+};
+// up != nullptr: the input rows are silu(x) ⊙ up (rows up_stride apart).
+void launch_linear_few_rows_multi(const float* x, int64_t x_stride, int64_t T, bool bf16, int64_t in,
+                                  const FewRowsLaunchJob* jobs, int n_jobs, const float* up = nullptr,
+                                  int64_t up_stride = 0);
 
 struct MlaLaunch {
   float* pool;
@@ -81,6 +93,8 @@ struct ShortConvLaunch {
   const int64_t* cu_seqlens;
   const int32_t *slot, *ck_offset, *ck_slot;
   const int64_t* ck_after;
+  int64_t T;          // packed rows (cu_seqlens[N])
+  int n_checkpoints;  // ck_offset[N]
 };
 void launch_short_conv_batch(const ShortConvLaunch& l);
 

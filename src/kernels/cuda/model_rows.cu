@@ -110,28 +110,57 @@ __global__ void fill_kernel(T* x, int64_t n, uint64_t seed, float scale, float o
 }
 
 // One CTA (256 threads) per row.
-__global__ void argmax_kernel(const float* x, int64_t stride, int64_t cols, int32_t* out) {
+// (value, index) a beats b: larger value, or the same value at a lower index; index -1 = none.
+__device__ __forceinline__ bool arg_better(float av, int64_t ai, float bv, int64_t bi) {
+  return ai >= 0 && (bi < 0 || av > bv || (av == bv && ai < bi));
+}
+
+// Block-wide best of (bv, bi) (256 threads); the result in thread 0.
+__device__ __forceinline__ void block_argmax(float& bv, int64_t& bi) {
   __shared__ float sv[8];
   __shared__ int64_t si[8];
-  const float* row = x + blockIdx.x * stride;
-  float bv = 0.0f;
-  int64_t bi = -1;
-  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
-    const float v = row[c];
-    if (v == v && (bi < 0 || v > bv)) bv = v, bi = c;  // strided ascending: ties keep the lower index
-  }
   for (int o = 16; o > 0; o /= 2) {
     const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
     const int64_t oi = __shfl_xor_sync(0xffffffffu, bi, o);
-    if (oi >= 0 && (bi < 0 || ov > bv || (ov == bv && oi < bi))) bv = ov, bi = oi;
+    if (arg_better(ov, oi, bv, bi)) bv = ov, bi = oi;
   }
   if (threadIdx.x % 32 == 0) sv[threadIdx.x / 32] = bv, si[threadIdx.x / 32] = bi;
   __syncthreads();
-  if (threadIdx.x == 0) {
+  if (threadIdx.x == 0)
     for (int w = 1; w < 8; ++w)
-      if (si[w] >= 0 && (bi < 0 || sv[w] > bv || (sv[w] == bv && si[w] < bi))) bv = sv[w], bi = si[w];
-    out[blockIdx.x] = int32_t(bi < 0 ? 0 : bi);
+      if (arg_better(sv[w], si[w], bv, bi)) bv = sv[w], bi = si[w];
+}
+
+// Stage 1: CTA (r, part) finds the best of its slice of columns of row r (NaN skipped).
+constexpr int kArgmaxParts = 64;
+__global__ void __launch_bounds__(256)
+    argmax_part_kernel(const float* x, int64_t stride, int64_t cols, float* part_v, int64_t* part_i) {
+  const float* row = x + blockIdx.x * stride;
+  const int64_t per = (cols + gridDim.y - 1) / gridDim.y, c0 = blockIdx.y * per,
+                c1 = c0 + per < cols ? c0 + per : cols;
+  float bv = 0.0f;
+  int64_t bi = -1;
+  for (int64_t c = c0 + threadIdx.x; c < c1; c += blockDim.x) {
+    const float v = row[c];
+    if (v == v && (bi < 0 || v > bv)) bv = v, bi = c;  // strided ascending: ties keep the lower index
   }
+  block_argmax(bv, bi);
+  if (threadIdx.x == 0)
+    part_v[blockIdx.x * gridDim.y + blockIdx.y] = bv, part_i[blockIdx.x * gridDim.y + blockIdx.y] = bi;
+}
+
+// Stage 2: one CTA per row over its parts.
+__global__ void __launch_bounds__(256)
+    argmax_merge_kernel(const float* part_v, const int64_t* part_i, int parts, int32_t* out) {
+  float bv = 0.0f;
+  int64_t bi = -1;
+  for (int p = threadIdx.x; p < parts; p += blockDim.x) {
+    const float v = part_v[blockIdx.x * parts + p];
+    const int64_t i = part_i[blockIdx.x * parts + p];
+    if (arg_better(v, i, bv, bi)) bv = v, bi = i;
+  }
+  block_argmax(bv, bi);
+  if (threadIdx.x == 0) out[blockIdx.x] = int32_t(bi < 0 ? 0 : bi);
 }
 
 }  // namespace
@@ -146,8 +175,22 @@ void launch_fill_uniform(void* x, bool bf16, int64_t n, uint64_t seed, float sca
 
 void launch_argmax_rows(const float* x, int64_t stride, int64_t rows, int64_t cols, int32_t* out) {
   if (rows == 0) return;
-  argmax_kernel<<<unsigned(rows), 256>>>(x, stride, cols, out);
+  // Long rows (the vocabulary) over several CTAs per row, then one merge per row.
+  const int parts = int(cols >= 256 * 64 ? kArgmaxParts : 1);
+  float* part_v = nullptr;
+  int64_t* part_i = nullptr;
+  check(cudaMallocAsync(reinterpret_cast<void**>(&part_v), size_t(rows * parts) * sizeof(float),
+                        cudaStreamPerThread),
+        "argmax: workspace");
+  check(cudaMallocAsync(reinterpret_cast<void**>(&part_i), size_t(rows * parts) * sizeof(int64_t),
+                        cudaStreamPerThread),
+        "argmax: workspace");
+  argmax_part_kernel<<<dim3(unsigned(rows), unsigned(parts)), 256>>>(x, stride, cols, part_v, part_i);
   check_launch("argmax kernel");
+  argmax_merge_kernel<<<unsigned(rows), 256>>>(part_v, part_i, parts, out);
+  check_launch("argmax merge kernel");
+  check(cudaFreeAsync(part_v, cudaStreamPerThread), "argmax: workspace free");
+  check(cudaFreeAsync(part_i, cudaStreamPerThread), "argmax: workspace free");
 }
 
 void launch_cast_rows(const void* x, bool x_bf16, int64_t xs, void* y, bool y_bf16, int64_t ys, int64_t rows,

@@ -90,6 +90,55 @@ __global__ void group_count_kernel(const int32_t* expert, int64_t n, int E, int3
   }
 }
 
+// Few rows (n <= kGroupSmallRows, e.g. a decode step): counts, offsets, the active list and every row's
+// place in one CTA. Shared: cnt[E], the experts of the n rows.
+constexpr int kGroupSmallRows = 1024;
+__global__ void __launch_bounds__(1024)
+    group_small_kernel(const int32_t* expert, int n, int k, int E, int32_t* offsets, int32_t* active,
+                       int32_t* row_token, int32_t* pos) {
+  extern __shared__ int gs[];
+  int* cnt = gs;
+  int* ex = gs + E;
+  const int tid = threadIdx.x;
+  for (int e = tid; e < E; e += blockDim.x) cnt[e] = 0;
+  __syncthreads();
+  for (int i = tid; i < n; i += blockDim.x) {
+    ex[i] = expert[i];
+    atomicAdd(&cnt[ex[i]], 1);
+  }
+  __syncthreads();
+  if (tid < 32) {  // warp 0: exclusive scans of the counts and of the active flags, lane-contiguous
+    const int per = (E + 31) / 32, e0 = tid * per, e1 = min(E, e0 + per);
+    int rows = 0, act = 0;
+    for (int e = e0; e < e1; ++e) rows += cnt[e], act += cnt[e] > 0;
+    int rows_before = rows, act_before = act;
+#pragma unroll
+    for (int o = 1; o < 32; o *= 2) {
+      const int r = __shfl_up_sync(0xffffffffu, rows_before, o),
+                a = __shfl_up_sync(0xffffffffu, act_before, o);
+      if (tid >= o) rows_before += r, act_before += a;
+    }
+    rows_before -= rows, act_before -= act;
+    for (int e = e0; e < e1; ++e) {
+      offsets[e] = rows_before;
+      if (cnt[e] > 0) active[1 + act_before++] = e;
+      const int c = cnt[e];
+      cnt[e] = rows_before;  // from here: the expert's first row
+      rows_before += c;
+    }
+    if (tid == 31) offsets[E] = rows_before, active[0] = act_before;
+  }
+  __syncthreads();
+  for (int i = tid; i < n; i += blockDim.x) {
+    const int e = ex[i];
+    int before = 0;
+    for (int j = 0; j < i; ++j) before += ex[j] == e;
+    const int row = cnt[e] + before;
+    row_token[row] = i / k;
+    pos[i] = row;
+  }
+}
+
 // One CTA (256 threads) per expert: its rows in (token, slot) order.
 __global__ void group_place_kernel(const int32_t* expert, int64_t n, int64_t k, const int32_t* offsets,
                                    int32_t* row_token, int32_t* pos) {
@@ -206,6 +255,12 @@ void launch_moe_route(const float* logits, const float* bias, int64_t T, int64_t
 void launch_moe_group(const int32_t* expert, int64_t n, int64_t k, int64_t E, int32_t* offsets,
                       int32_t* active, int32_t* row_token, int32_t* pos) {
   require(E <= 8192, "moe_group (CUDA): E <= 8192");
+  if (n <= kGroupSmallRows) {
+    group_small_kernel<<<1, 1024, size_t(E + n) * 4>>>(expert, int(n), int(k), int(E), offsets, active,
+                                                       row_token, pos);
+    check_launch("moe group kernel");
+    return;
+  }
   group_count_kernel<<<1, 1024, size_t(E) * 4>>>(expert, n, int(E), offsets, active);
   check_launch("moe group count kernel");
   group_place_kernel<<<unsigned(E), 256>>>(expert, n, k, offsets, row_token, pos);

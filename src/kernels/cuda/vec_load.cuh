@@ -7,8 +7,7 @@
 
 namespace ds::cuda {
 
-__device__ __forceinline__ void load8(const __nv_bfloat16* p, float* w) {
-  const uint4 u = *reinterpret_cast<const uint4*>(p);
+__device__ __forceinline__ void bf16x8_to_f32(const uint4& u, float* w) {
   const __nv_bfloat162* b = reinterpret_cast<const __nv_bfloat162*>(&u);
 #pragma unroll
   for (int q = 0; q < 4; ++q) {
@@ -16,9 +15,24 @@ __device__ __forceinline__ void load8(const __nv_bfloat16* p, float* w) {
     w[2 * q] = f.x, w[2 * q + 1] = f.y;
   }
 }
+__device__ __forceinline__ void load8(const __nv_bfloat16* p, float* w) {
+  bf16x8_to_f32(*reinterpret_cast<const uint4*>(p), w);
+}
 __device__ __forceinline__ void load8(const float* p, float* w) {
   const float4 a = *reinterpret_cast<const float4*>(p), b = *reinterpret_cast<const float4*>(p + 4);
   w[0] = a.x, w[1] = a.y, w[2] = a.z, w[3] = a.w, w[4] = b.x, w[5] = b.y, w[6] = b.z, w[7] = b.w;
+}
+
+// The same for weights streamed once: read-only, no L1 allocation.
+__device__ __forceinline__ void load8_stream(const __nv_bfloat16* p, float* w) {
+  uint4 u;
+  asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+      : "=r"(u.x), "=r"(u.y), "=r"(u.z), "=r"(u.w)
+      : "l"(p));
+  bf16x8_to_f32(u, w);
+}
+__device__ __forceinline__ void load8_stream(const float* p, float* w) {
+  load8(p, w);
 }
 
 __device__ __forceinline__ float warp_sum(float v) {

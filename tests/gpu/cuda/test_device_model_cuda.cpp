@@ -5,6 +5,7 @@
 #include "../device_golden.h"
 #include "gpu/device_logits_job.h"
 #include "kernels/memory.h"
+#include "kernels/mla_attention.h"
 
 namespace ds::test {
 namespace {
@@ -90,6 +91,42 @@ TEST_F(DeviceModelCuda, LogitsJobMatchesGolden) {  // the `deltaserve logits --d
 TEST_F(DeviceModelCuda, KimiLinearBf16) {
   check_bf16_decode(gpu_model(kKimiDir, Precision::BF16), kKimiDir, "gpu.kimi", 0.1f);
 }
+// bf16 prefill of the 300-token prompt in one step, MLA attention through the tensor cores
+// (mla_attention_dense) against the absorbed kernel on the same bf16 model, and both against the
+// golden f32 logits: the greedy token at every position.
+TEST_F(DeviceModelCuda, KimiLinearBf16DenseMlaPrefill) {
+  DeviceModelOptions opt;
+  opt.device = Device::Cuda, opt.precision = Precision::BF16, opt.exact_kda = false;
+  std::unique_ptr<DeviceModel> m = DeviceModel::load(kKimiDir, opt);
+  const std::vector<int32_t> ids = gi32(kKimiDir, "prompt_300.input_ids");
+  const std::vector<float> want = gf32(kKimiDir, "prompt_300.logits");
+  ASSERT_GE(int64_t(ids.size()), kMlaDenseMinTokens);
+  std::vector<float> out[2];
+  for (const bool dense : {true, false}) {
+    opt.dense_mla = dense;
+    m->set_execution(opt);
+    Harness h(*m);
+    Harness::Seq s = h.new_seq();
+    out[dense] = h.run(s, ids);
+  }
+  const int64_t V = m->config().vocab_size, T = int64_t(ids.size());
+  int same = 0, dense_gold = 0, absorbed_gold = 0;
+  double worst = 0;
+  for (int64_t t = 0; t < T; ++t) {
+    const int32_t d = argmax_row(out[1].data() + t * V, V), a = argmax_row(out[0].data() + t * V, V),
+                  g = argmax_row(want.data() + t * V, V);
+    same += d == a, dense_gold += d == g, absorbed_gold += a == g;
+  }
+  for (size_t i = 0; i < out[0].size(); ++i)
+    worst = std::max(worst, double(std::fabs(out[1][i] - out[0][i])));
+  std::printf(
+      "    kimi bf16 prefill 300: dense vs absorbed MLA max |logit diff| %.4g, top-1 same %d/%lld; "
+      "vs golden: dense %d, absorbed %d\n",
+      worst, same, static_cast<long long>(T), dense_gold, absorbed_gold);
+  EXPECT_GE(same, T - 6);
+  EXPECT_GE(dense_gold, absorbed_gold - 6);
+}
+
 TEST_F(DeviceModelCuda, K3Bf16) {
   check_bf16_decode(gpu_model(kK3Dir, Precision::BF16), kK3Dir, "gpu.k3", 0.1f);
 }

@@ -136,9 +136,12 @@ void expect_norms(DType dt, int64_t rows, int64_t dim) {
 }
 
 TEST_F(DenseCuda, NormsAndActivations) {
-  expect_norms(DType::F32, 5, 2304);
+  expect_norms(DType::F32, 5, 2304);  // one CTA per row, row in registers
   expect_norms(DType::BF16, 64, 128);
   expect_norms(DType::F32, 1, 7);
+  expect_norms(DType::F32, 37, 128);  // a warp per row (KDA's per-head o_norm)
+  expect_norms(DType::F32, 9, 512);   // a warp per row, four vectors per lane
+  expect_norms(DType::F32, 3, 4100);  // above the register row: the strided kernel
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include "kernels/kda.h"
 #include "kernels/memory.h"
 #include "kernels/mla_attention.h"
+#include "kernels/norm.h"
 #include "kernels/short_conv.h"
 
 namespace ds {
@@ -71,6 +72,38 @@ void expect_same(const Twin& t, double tol, const char* what) {
   const double e = rel_l2(t.gpu_f32(), t.cpu_f32());
   EXPECT_LE(e, tol) << what;
   std::printf("    rel L2 %-28s %.3g\n", what, e);
+}
+
+// The residual add with the next RMSNorm in one pass (Kimi's hidden width, 1 and 5 rows; a width
+// that takes the two-kernel fallback), against add_rows + rmsnorm on the CPU: both outputs.
+TEST_F(ModelOpsCuda, AddRmsNormMatchesCpu) {
+  for (const auto [rows, dim] : {std::pair<int64_t, int64_t>{1, 2304}, {5, 2304}, {3, 70}}) {
+    const Twin r = Twin::randn(rows, dim, 60), w = Twin::randn(1, dim, 61);
+    Twin x = Twin::randn(rows, dim, 62), y = Twin::randn(rows, dim, 63);
+    for (Device d : {Device::Cpu, Device::Cuda})
+      add_rmsnorm(r.view(d), x.view(d), w.flat(d), 1e-6f, y.view(d));
+    expect_same(x, 1e-7, "add_rmsnorm x");
+    expect_same(y, 1e-6, "add_rmsnorm y");
+  }
+}
+
+// The paged latents and attention arguments of the MLA tests (Kimi layout: q_pe the last dr of
+// each head's dq query columns, scale 1/sqrt(dq)).
+MlaPagedLatents paged_latents(Device d, const Twin& pool, int64_t n_pages, int64_t P, int64_t R, int64_t dr,
+                              const Twin& table, const Twin& offset, const Twin& seq, const Twin& pos) {
+  MlaPagedLatents p;
+  p.pool = static_cast<float*>(pool.ptr(d)), p.n_pages = n_pages, p.page_tokens = P, p.R = R, p.dr = dr;
+  p.page_table = table.flat(d), p.page_offset = offset.flat(d), p.tok_seq = seq.flat(d),
+  p.tok_pos = pos.flat(d);
+  p.device = d;
+  return p;
+}
+MlaAttentionArgs attention_args(Device d, int64_t H, const Twin& qhat, const Twin& q, int64_t dq, int64_t dr,
+                                const Twin& ctx) {
+  MlaAttentionArgs a;
+  a.H = H, a.q_hat = qhat.view(d), a.q_pe = q.view(d), a.q_pe_col = dq - dr, a.q_pe_head_stride = dq;
+  a.scale = 1.0f / std::sqrt(float(dq)), a.ctx = ctx.view(d);
+  return a;
 }
 
 TEST_F(ModelOpsCuda, ElementwiseRows) {
@@ -159,18 +192,41 @@ TEST_F(ModelOpsCuda, MlaAttentionKimiShapeSplitContext) {
     const Twin qhat = Twin::randn(T, H * R, 31, 0.05f), q = Twin::randn(T, H * dq, 32, 0.05f);
     Twin ctx = Twin::randn(T, H * R, 33);
     for (Device d : {Device::Cpu, Device::Cuda}) {
-      MlaPagedLatents p;
-      p.pool = static_cast<float*>(pool.ptr(d)), p.n_pages = n_pages, p.page_tokens = P, p.R = R, p.dr = dr;
-      p.page_table = tab.flat(d), p.page_offset = offset.flat(d), p.tok_seq = seq.flat(d),
-      p.tok_pos = pos.flat(d);
-      p.device = d;
-      MlaAttentionArgs a;
-      a.H = H, a.q_hat = qhat.view(d), a.q_pe = q.view(d), a.q_pe_col = dq - dr, a.q_pe_head_stride = dq;
-      a.scale = 1.0f / std::sqrt(float(dq)), a.ctx = ctx.view(d);
+      const MlaPagedLatents p = paged_latents(d, pool, n_pages, P, R, dr, tab, offset, seq, pos);
+      const MlaAttentionArgs a = attention_args(d, H, qhat, q, dq, dr, ctx);
       mla_attention(p, a);
     }
     expect_same(ctx, 1e-5,
                 prompt ? "mla_attention Kimi shape, 300-token prompt" : "mla_attention Kimi shape, decode");
+  }
+}
+
+// The tensor-core prefill (bf16 operands) against the CPU's f32 absorbed attention, Kimi shape:
+// a chunk after a cached prefix that crosses a query row block, with a scratch so small that every
+// head is its own product, and a chunk from position 0 with all heads in one product. The
+// sequence's pages start at entry 5 of the table (another sequence's pages first).
+TEST_F(ModelOpsCuda, MlaAttentionDenseMatchesCpu) {
+  const int64_t P = 16, R = 512, dr = 64, H = 32, dq = 192, n_pages = 90;
+  Twin pool = Twin::randn(n_pages * P, R + dr, 40);
+  std::vector<int32_t> table = {1, 2, 3, 4, 5};
+  for (int32_t p = 0; p < 80; ++p) table.push_back((p * 37 + 11) % n_pages);
+  const Twin tab = Twin::of(table, DType::I32, int64_t(table.size()), 1);
+  const Twin offset = Twin::of(std::vector<int32_t>{5}, DType::I32, 1, 1);
+  struct Case {
+    int64_t p0, T, scratch;
+  };
+  for (const Case c : {Case{150, 1100, int64_t(4) << 20}, Case{0, 300, int64_t(1) << 30}}) {
+    std::vector<int32_t> seq_h, pos_h;
+    for (int64_t t = 0; t < c.T; ++t) seq_h.push_back(0), pos_h.push_back(int32_t(c.p0 + t));
+    const Twin seq = Twin::of(seq_h, DType::I32, c.T, 1), pos = Twin::of(pos_h, DType::I32, c.T, 1);
+    const Twin qhat = Twin::randn(c.T, H * R, 41, 0.3f), q = Twin::randn(c.T, H * dq, 42, 0.3f);
+    Twin ctx = Twin::randn(c.T, H * R, 43);
+    for (Device d : {Device::Cpu, Device::Cuda}) {
+      const MlaPagedLatents p = paged_latents(d, pool, n_pages, P, R, dr, tab, offset, seq, pos);
+      const MlaAttentionArgs a = attention_args(d, H, qhat, q, dq, dr, ctx);
+      mla_attention_dense(p, a, 5, c.p0, c.scratch);
+    }
+    expect_same(ctx, 1e-2, c.p0 > 0 ? "mla_attention_dense after 150" : "mla_attention_dense from 0");
   }
 }
 
@@ -203,7 +259,8 @@ TEST_F(ModelOpsCuda, ShortConvBatchWithCheckpoints) {
   const Twin x = Twin::randn(46, C, 40), taps = Twin::randn(C, W, 41, 0.5f);
   Twin y = Twin::randn(46, C, 42), pool = Twin::randn(8, stride, 43);
   const std::vector<int32_t> slots{2, 0, 5};
-  const std::vector<KdaCheckpointRequest> cks{{0, 1, 3}, {2, 3, 17}, {2, 4, 40}};
+  // Checkpoint (2, 6, 1): its window still holds two values from before the step (the slot's).
+  const std::vector<KdaCheckpointRequest> cks{{0, 1, 3}, {2, 6, 1}, {2, 3, 17}, {2, 4, 40}};
   for (Device d : {Device::Cpu, Device::Cuda}) {
     ShortConvBatchArgs a;
     a.cu_seqlens = cu, a.x = x.view(d), a.taps = taps.view(d), a.y = y.view(d);

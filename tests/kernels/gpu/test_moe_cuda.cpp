@@ -40,6 +40,20 @@ std::vector<float> randn(size_t n, uint32_t seed, float sd = 1.0f) {
   return v;
 }
 
+// Weights f32 -> the bytes of a [rows, cols] matrix of `dt` (F32, or BF16 rounded to nearest even).
+std::vector<uint8_t> weight_bytes(const std::vector<float>& wf, DType dt) {
+  std::vector<uint8_t> wb(wf.size() * dtype_size(dt));
+  for (size_t i = 0; i < wf.size(); ++i) {
+    if (dt == DType::F32) {
+      std::memcpy(wb.data() + 4 * i, &wf[i], 4);
+    } else {
+      const uint16_t v = f32_to_bf16(wf[i]);
+      std::memcpy(wb.data() + 2 * i, &v, 2);
+    }
+  }
+  return wb;
+}
+
 // A host vector and its device copy.
 template <class T>
 struct Pair {
@@ -149,16 +163,7 @@ TEST_F(MoeCuda, LinearFewRowsMatchesCpu) {
     for (int64_t T : {1, 3, 8})
       for (bool acc : {false, true}) {
         const std::vector<float> wf = randn(size_t(out * in), 40, 0.1f);
-        std::vector<uint8_t> wb(wf.size() * dtype_size(dt));
-        for (size_t i = 0; i < wf.size(); ++i) {
-          if (dt == DType::F32) {
-            std::memcpy(wb.data() + 4 * i, &wf[i], 4);
-          } else {
-            const uint16_t v = f32_to_bf16(wf[i]);
-            std::memcpy(wb.data() + 2 * i, &v, 2);
-          }
-        }
-        Pair<uint8_t> w(wb);
+        Pair<uint8_t> w(weight_bytes(wf, dt));
         Pair<float> x(randn(size_t(T * xs), 41)), y(randn(size_t(T * out), 42));
         for (Device d : {Device::Cpu, Device::Cuda}) {
           const WeightView wv{d == Device::Cpu ? static_cast<void*>(w.h.data()) : w.d.data(), dt, out, in, d};
@@ -171,6 +176,59 @@ TEST_F(MoeCuda, LinearFewRowsMatchesCpu) {
         }
         const double e = rel_l2(y.gpu(), y.h);
         EXPECT_LE(e, 1e-5) << dtype_name(dt) << " T=" << T << " acc=" << acc;
+      }
+}
+
+// Several weights of different heights over the same rows in one launch, into column slices of one
+// wide output and a separate one (accumulating), against the CPU per product.
+TEST_F(MoeCuda, LinearFewRowsMultiMatchesCpu) {
+  const int64_t in = 776, xs = 784, wide = 704;
+  const std::vector<int64_t> outs = {300, 9, 391, 1, 64};  // the first four side by side in `wide`
+  for (DType dt : {DType::F32, DType::BF16})
+    for (int64_t T : {1, 2, 8}) {
+      std::vector<Pair<uint8_t>> ws;
+      for (size_t j = 0; j < outs.size(); ++j) {
+        const std::vector<float> wf = randn(size_t(outs[j] * in), 50 + uint32_t(j), 0.1f);
+        ws.emplace_back(weight_bytes(wf, dt));
+      }
+      Pair<float> x(randn(size_t(T * xs), 60)), y(randn(size_t(T * wide), 61)), z(randn(size_t(T * 64), 62));
+      for (Device d : {Device::Cpu, Device::Cuda}) {
+        auto wv = [&](size_t j) {
+          return WeightView{d == Device::Cpu ? static_cast<void*>(ws[j].h.data()) : ws[j].d.data(), dt,
+                            outs[j], in, d};
+        };
+        const TensorView xv =
+            TensorView::matrix(x.view(d, {T * xs}, DType::F32).data, DType::F32, T, in, xs, d);
+        float* yp = static_cast<float*>(y.view(d, {T * wide}, DType::F32).data);
+        std::vector<FewRowsJob> jobs;
+        int64_t c0 = 0;
+        for (size_t j = 0; j < 4; ++j) {
+          jobs.push_back({wv(j), TensorView::matrix(yp + c0, DType::F32, T, outs[j], wide, d), j == 2});
+          c0 += outs[j];
+        }
+        jobs.push_back({wv(4), z.view(d, {T, 64}, DType::F32), true});
+        linear_few_rows_multi(xv, jobs);
+      }
+      EXPECT_LE(rel_l2(y.gpu(), y.h), 1e-5) << dtype_name(dt) << " T=" << T;
+      EXPECT_LE(rel_l2(z.gpu(), z.h), 1e-5) << dtype_name(dt) << " T=" << T;
+    }
+}
+
+// A GLU's down projection with the SiLU product formed inside the GEMV, against the CPU.
+TEST_F(MoeCuda, LinearFewRowsGluMatchesCpu) {
+  const int64_t out = 300, in = 1024;
+  for (DType dt : {DType::F32, DType::BF16})
+    for (int64_t T : {1, 4})
+      for (bool acc : {false, true}) {
+        const std::vector<float> wf = randn(size_t(out * in), 70, 0.05f);
+        Pair<uint8_t> w(weight_bytes(wf, dt));
+        Pair<float> g(randn(size_t(T * in), 71)), u(randn(size_t(T * in), 72)), y(randn(size_t(T * out), 73));
+        for (Device d : {Device::Cpu, Device::Cuda}) {
+          const WeightView wv{d == Device::Cpu ? static_cast<void*>(w.h.data()) : w.d.data(), dt, out, in, d};
+          linear_few_rows_glu(g.view(d, {T, in}, DType::F32), u.view(d, {T, in}, DType::F32), wv,
+                              y.view(d, {T, out}, DType::F32), acc);
+        }
+        EXPECT_LE(rel_l2(y.gpu(), y.h), 1e-5) << dtype_name(dt) << " T=" << T << " acc=" << acc;
       }
 }
 
@@ -195,6 +253,21 @@ TEST_F(MoeCuda, FillUniformAndArgmaxRowsMatchCpu) {
                 out.view(d, {7}, DType::I32));
   EXPECT_EQ(out.gpu(), out.h);
   EXPECT_EQ(out.h[3], 17);
+  // Vocabulary-long rows (split over several CTAs per row): ties across the split, a NaN, a row
+  // whose best is its last column.
+  const int64_t V = 163840 + 13;
+  std::vector<float> lv = randn(size_t(3 * V), 13);
+  lv[size_t(100)] = lv[size_t(V - 5)] = 60.0f;  // row 0: tie between the first and the last part
+  lv[size_t(V + 7)] = std::nanf("");
+  lv[size_t(2 * V + V - 1)] = 70.0f;
+  Pair<float> lx(lv);
+  Pair<int32_t> lo(size_t(3));
+  for (Device d : {Device::Cpu, Device::Cuda})
+    argmax_rows(TensorView::matrix(lx.view(d, {3 * V}, DType::F32).data, DType::F32, 3, V, -1, d),
+                lo.view(d, {3}, DType::I32));
+  EXPECT_EQ(lo.gpu(), lo.h);
+  EXPECT_EQ(lo.h[0], 100);
+  EXPECT_EQ(lo.h[2], int32_t(V - 1));
 }
 
 // A recorded step (kernels, an allocation and its release) replayed after its input changed in
