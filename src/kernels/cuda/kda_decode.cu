@@ -1,5 +1,6 @@
 // KDA decode on sm_90 (K = V = 128): one new token for each of B sequences whose states sit in
-// arbitrary pool slots. One CTA of 128 threads per (sequence, head) does, in one pass over the
+// arbitrary pool slots. This file holds the plain form ("rows") and the choice of form; the default
+// form is in kda_decode_cols.cu. One CTA of 128 threads per (sequence, head) does, in one pass over the
 // state: the short-conv step of q, k, v (window in the conv pool, updated in place) + SiLU, the L2
 // norms of q and k, the decay gate, β = sigmoid(b), the delta-rule update and the read-out, and the
 // gated RMSNorm of the output. The state S [K, V] f32 is read once and written once: thread
@@ -117,8 +118,10 @@ __global__ void __launch_bounds__(128) kda_decode_kernel(KdaDecodeLaunch p) {
 
 }  // namespace
 
-// The form used when DS_KDA_DECODE is unset or names no form (kda_launch.h lists them).
-constexpr const char* kDefaultDecodeForm = "rows";
+// The form used when DS_KDA_DECODE is unset or names no form (kda_launch.h lists them). On an H200
+// (H = 32, batch 1-256) cols-hf moved the state at 1.09-1.36x the rate of rows, and no other form
+// was faster at batch >= 32 (docs/perf.md, KDA decode forms).
+constexpr const char* kDefaultDecodeForm = "cols-hf";
 
 KdaDecodeForm parse_kda_decode_form(const char* name) {
   std::string_view n = name ? name : kDefaultDecodeForm;

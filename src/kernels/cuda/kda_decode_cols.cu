@@ -38,7 +38,8 @@ __device__ __forceinline__ float4 fma4(float4 a, float s, float4 c) {
 }
 
 template <class T, int kRegRows, int kMinCtas>
-__global__ void __launch_bounds__(128, kMinCtas) kda_decode_cols_kernel(KdaDecodeLaunch p, int ahead, bool heads_first) {
+__global__ void __launch_bounds__(128, kMinCtas)
+    kda_decode_cols_kernel(KdaDecodeLaunch p, int ahead, bool heads_first) {
   constexpr int kShRows = 32 - kRegRows;
   __shared__ float4 rec[kD];  // row r: {α, k̃, q̃, 0}
   __shared__ float k_s[kD];   // k̃
@@ -70,7 +71,8 @@ __global__ void __launch_bounds__(128, kMinCtas) kda_decode_cols_kernel(KdaDecod
   // one that starts when this one ends): DRAM reads in flight without registers or shared memory.
   const int64_t next = lin + ahead;
   const bool prefetch = ahead > 0 && next < int64_t(p.B) * p.H;
-  const int64_t next_b = heads_first ? next / p.H : next % p.B, next_h = heads_first ? next % p.H : next / p.B;
+  const int64_t next_b = heads_first ? next / p.H : next % p.B,
+                next_h = heads_first ? next % p.H : next / p.B;
   const int next_slot = prefetch ? p.slots[next_b] : 0;
   float* win_base = p.conv + int64_t(slot) * p.conv_stride + int64_t(ch) * kWl;
   float win[3][kWl];
@@ -141,7 +143,8 @@ __global__ void __launch_bounds__(128, kMinCtas) kda_decode_cols_kernel(KdaDecod
     pb.z += __shfl_xor_sync(0xffffffffu, pb.z, o), pb.w += __shfl_xor_sync(0xffffffffu, pb.w, o);
   }
   const float4 v4 = *reinterpret_cast<const float4*>(&v_s[32 * w + 4 * cg]);
-  const float4 e = make_float4(v4.x - pa.x * inv_k, v4.y - pa.y * inv_k, v4.z - pa.z * inv_k, v4.w - pa.w * inv_k);
+  const float4 e =
+      make_float4(v4.x - pa.x * inv_k, v4.y - pa.y * inv_k, v4.z - pa.z * inv_k, v4.w - pa.w * inv_k);
   const float bq = beta * qk_n, bk = beta * inv_k;
   const float4 o = make_float4(p.scale * (pb.x * inv_q + bq * e.x), p.scale * (pb.y * inv_q + bq * e.y),
                                p.scale * (pb.z * inv_q + bq * e.z), p.scale * (pb.w * inv_q + bq * e.w));

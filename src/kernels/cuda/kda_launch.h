@@ -44,7 +44,8 @@ struct KdaDecodeLaunch {
 };
 
 void launch_kda_prefill(const KdaPrefillLaunch& l);
-// Decode. launch_kda_decode runs the form named by env DS_KDA_DECODE, else the default:
+// Decode. launch_kda_decode runs the form named by env DS_KDA_DECODE, else cols-hf (the fastest
+// measured; kda_decode.cu):
 //   rows         state rows split over warps, state in registers (kda_decode.cu, the plain form);
 //   cols         value columns per warp, state in registers (kda_decode_cols.cu);
 //   cols-smem4, cols-smem5  the same with half the state rows in shared memory (4 / 5 CTAs per SM);
