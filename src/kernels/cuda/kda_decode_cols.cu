@@ -179,16 +179,21 @@ void launch_form(const KdaDecodeLaunch& l, const KdaDecodeForm& form) {
         kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
     check(carveout, "kda_decode: shared memory carveout");
   }
-  static const int resident = [kernel] {  // CTAs resident on the whole device
-    int dev = 0, sms = 0, per_sm = 0;
-    cudaGetDevice(&dev);
-    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, 128, 0);
-    return sms * per_sm;
-  }();
+  // CTAs resident on the whole device; asked only by the prefetch forms (first use may be inside a
+  // graph capture).
+  auto resident = [kernel] {
+    static const int n = [kernel] {
+      int dev = 0, sms = 0, per_sm = 0;
+      cudaGetDevice(&dev);
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, 128, 0);
+      return sms * per_sm;
+    }();
+    return n;
+  };
   const bool hf = form.heads_first && l.B <= 65535;  // grid y limit
   const dim3 grid = hf ? dim3{unsigned(l.H), unsigned(l.B)} : dim3{unsigned(l.B), unsigned(l.H)};
-  kernel<<<grid, 128, 0, static_cast<cudaStream_t>(l.stream)>>>(l, form.prefetch ? resident : 0, hf);
+  kernel<<<grid, 128, 0, static_cast<cudaStream_t>(l.stream)>>>(l, form.prefetch ? resident() : 0, hf);
   check_launch("kda_decode (columns) kernel");
 }
 
