@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:-fix}
-mapfile -t files < <(git ls-files '*.cpp' '*.h' '*.hpp' '*.cu' '*.cuh')
+mapfile -t files < <(git ls-files --cached --others --exclude-standard '*.cpp' '*.h' '*.hpp' '*.cu' '*.cuh')
 if [ "$mode" = "--check" ]; then
   bad=()
   for f in "${files[@]}"; do

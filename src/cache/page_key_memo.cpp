@@ -15,10 +15,11 @@ std::vector<uint64_t>& PageKeyMemo::keys(std::span<const int32_t> prompt) {
       e.last_use = clock_;
       return e.keys;
     }
-  Entry* slot = entries_.size() < capacity_
-                    ? &entries_.emplace_back()
-                    : &*std::min_element(entries_.begin(), entries_.end(),
-                                         [](const Entry& a, const Entry& b) { return a.last_use < b.last_use; });
+  Entry* slot =
+      entries_.size() < capacity_
+          ? &entries_.emplace_back()
+          : &*std::min_element(entries_.begin(), entries_.end(),
+                               [](const Entry& a, const Entry& b) { return a.last_use < b.last_use; });
   slot->tokens.assign(prompt.begin(), prompt.end());
   slot->keys.clear();
   slot->last_use = clock_;
