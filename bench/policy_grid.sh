@@ -67,6 +67,7 @@ for trace in $TRACES; do
   for model in $MODELS; do
     for tiers in $TIERS; do
       dir="$OUT/$trace/$model/${tiers/,/+}"
+      mkdir -p "$(dirname "$dir")"
       runs=()
       for p in "${POLICIES[@]}"; do
         read -r label retention eviction cache_model <<<"$p"
