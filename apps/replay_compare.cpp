@@ -25,19 +25,22 @@ std::string ratio(double live, double sim) {
 std::string live_vs_sim_table(const std::vector<RunMetrics>& live, const std::vector<RunMetrics>& sim) {
   DS_CHECK(live.size() == sim.size(), "live-vs-sim table: {} live runs but {} simulated", live.size(),
            sim.size());
-  std::string s = fmt::format("{:>4} | {:>13} | {:>22} | {:>22} | {:>24} | {:>20} | {:>9}\n", "conc",
-                              "hit% live sim", "TTFT p50 s live sim x", "TTFT p90 s live sim x",
-                              "TPOT p50 ms live sim x", "out tok/s live sim x", "reqs l/s");
+  std::string s =
+      fmt::format("{:>4} | {:>13} | {:>22} | {:>22} | {:>24} | {:>20} | {:>20} | {:>9}\n", "conc",
+                  "hit% live sim", "TTFT p50 ms live sim x", "TTFT p90 ms live sim x",
+                  "TPOT p50 ms live sim x", "out tok/s live sim x", "run s live sim x", "reqs l/s");
   for (size_t i = 0; i < live.size(); ++i) {
     const RunMetrics &l = live[i], &m = sim[i];
     s += fmt::format(
-        "{:>4} | {:>6.1f} {:>6.1f} | {:>7.2f} {:>7.2f} {:>6} | {:>7.2f} {:>7.2f} {:>6} | {:>7.1f} {:>7.1f} "
+        "{:>4} | {:>6.1f} {:>6.1f} | {:>8.1f} {:>8.1f} {:>6} | {:>8.1f} {:>8.1f} {:>6} | {:>7.2f} {:>7.2f} "
         "{:>8} | "
-        "{:>6.1f} {:>6.1f} {:>6} | {:>4}/{:<4}\n",
-        l.concurrency, 100 * l.realized_hit_rate, 100 * m.realized_hit_rate, l.ttft_p50_s, m.ttft_p50_s,
-        ratio(l.ttft_p50_s, m.ttft_p50_s), l.ttft_p90_s, m.ttft_p90_s, ratio(l.ttft_p90_s, m.ttft_p90_s),
-        1e3 * l.tpot_p50_s, 1e3 * m.tpot_p50_s, ratio(l.tpot_p50_s, m.tpot_p50_s), l.output_tok_s_total,
-        m.output_tok_s_total, ratio(l.output_tok_s_total, m.output_tok_s_total), l.n_requests, m.n_requests);
+        "{:>6.1f} {:>6.1f} {:>6} | {:>6.1f} {:>6.1f} {:>6} | {:>4}/{:<4}\n",
+        l.concurrency, 100 * l.realized_hit_rate, 100 * m.realized_hit_rate, 1e3 * l.ttft_p50_s,
+        1e3 * m.ttft_p50_s, ratio(l.ttft_p50_s, m.ttft_p50_s), 1e3 * l.ttft_p90_s, 1e3 * m.ttft_p90_s,
+        ratio(l.ttft_p90_s, m.ttft_p90_s), 1e3 * l.tpot_p50_s, 1e3 * m.tpot_p50_s,
+        ratio(l.tpot_p50_s, m.tpot_p50_s), l.output_tok_s_total, m.output_tok_s_total,
+        ratio(l.output_tok_s_total, m.output_tok_s_total), l.elapsed_virtual_s, m.elapsed_virtual_s,
+        ratio(l.elapsed_virtual_s, m.elapsed_virtual_s), l.n_requests, m.n_requests);
   }
   s += "simulated time by part (cost model, whole run, s):\n";
   for (const RunMetrics& m : sim) {

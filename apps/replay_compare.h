@@ -15,7 +15,8 @@
 
 namespace ds::cli {
 
-// The cost model of the CPU engine: tensor parallel 1, f32 MLA latents (what ModelExecutor stores),
+// The cost model of the model engine: tensor parallel 1, f32 MLA latents (what ModelExecutor and
+// GpuExecutor store),
 // chunked KDA prefill in chunks of 64; `step_overhead_s` < 0 = the profile's.
 std::unique_ptr<CostModel> cpu_engine_cost_model(const ModelConfig& config, const std::string& name,
                                                  const HardwareProfile& hw, double step_overhead_s);

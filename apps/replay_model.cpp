@@ -77,8 +77,8 @@ void run_model_replay_cli(const CLI::App& cmd, const std::string& model_dir, con
     return;
   }
   if (sim_cost) {
-    fmt::print("\nlive (CPU engine, wall clock) vs simulated ({}, virtual clock):\n{}", sim_label,
-               live_vs_sim_table(runs, sim_runs));
+    fmt::print("\nlive ({} engine, wall clock) vs simulated ({}, virtual clock):\n{}",
+               engine.device.on_cuda() ? "GPU" : "CPU", sim_label, live_vs_sim_table(runs, sim_runs));
     runs.insert(runs.end(), sim_runs.begin(), sim_runs.end());
   }
   fmt::print("\n{}", runs_table(runs));

@@ -12,14 +12,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 SERVE_CHECK=${SERVE_CHECK:-$HERE/../../scripts/gpu_serve_check.sh}
 OUT=${OUT:-out}
 mkdir -p "$OUT"
-# Binaries and libraries may come packed (bin.tar.xz, lib.tar.xz: the device call's size limit).
-[ -f "$B/bin.tar.xz" ] && tar -xJf "$B/bin.tar.xz" -C "$B"
-if [ -f "$B/lib.tar.xz" ] && [ ! -d "$B/lib" ]; then mkdir -p "$B/lib" && tar -xJf "$B/lib.tar.xz" -C "$B/lib"; fi
-export LD_LIBRARY_PATH=$PWD/$B/lib:/usr/local/cuda/lib64:/usr/local/cuda/targets/x86_64-linux/lib:${LD_LIBRARY_PATH:-}
-if ldd $B/test_model_gpu | grep -q "libcublasLt.so.13 => not found"; then
-  d=$(dirname "$(find / -name 'libcublasLt.so.13' 2>/dev/null | head -1)"); export LD_LIBRARY_PATH=$d:$LD_LIBRARY_PATH
-fi
-export DS_TEST_DATA_DIR=$PWD/tests PATH=/usr/local/cuda/bin:$PATH
+source "$HERE/device_env.sh"
 nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used,clocks.sm,clocks.mem --format=csv,noheader
 $B/test_kernels_gpu --gtest_color=no --gtest_filter="${KERNEL_TESTS:-MoeCuda*:ModelOps*:DenseCuda*}" >$OUT/kernels.log 2>&1
 echo "kernels rc=$?"; grep -E "rel L2|FAILED|PASSED" $OUT/kernels.log | tail -24
