@@ -57,19 +57,40 @@ void mla_mixer(const ForwardContext& ctx, const DeviceMla& w, int mla_layer, con
   a.q_pe = q.view(), a.q_pe_col = dn, a.q_pe_head_stride = dq;
   a.scale = 1.0f / std::sqrt(float(dq));
   a.ctx = cx.view();
-  bool dense =
+  // bf16 CUDA prefill: each sequence of at least kMlaDenseMinTokens new tokens through the tensor
+  // cores, each run of consecutive shorter ones (decode tokens of a mixed step) through the absorbed
+  // kernel over just their rows; the choice depends on a sequence's own chunk, not on its batch.
+  const bool dense_ok =
       ctx.dense_mla && ctx.device == Device::Cuda && ctx.w.precision == Precision::BF16 && !ctx.decode;
-  for (int s = 0; s < ctx.N && dense; ++s)
-    dense = ctx.cu[size_t(s) + 1] - ctx.cu[size_t(s)] >= kMlaDenseMinTokens;
-  if (dense) {
-    for (int s = 0; s < ctx.N; ++s) {
-      const int64_t r0 = ctx.cu[size_t(s)], n = ctx.cu[size_t(s) + 1] - r0;
-      MlaAttentionArgs as = a;
-      as.q_hat = qhat.rows_view(r0, n), as.q_pe = q.rows_view(r0, n), as.ctx = cx.rows_view(r0, n);
-      mla_attention_dense(paged, as, ctx.page_off[size_t(s)], ctx.n_past[size_t(s)]);
+  auto is_dense = [&](int s) {
+    return dense_ok && ctx.cu[size_t(s) + 1] - ctx.cu[size_t(s)] >= kMlaDenseMinTokens;
+  };
+  auto rows_of = [&](MlaAttentionArgs as, int64_t r0, int64_t n) {
+    as.q_hat = qhat.rows_view(r0, n), as.q_pe = q.rows_view(r0, n), as.ctx = cx.rows_view(r0, n);
+    return as;
+  };
+  for (int s = 0; s < ctx.N;) {
+    const int64_t r0 = ctx.cu[size_t(s)];
+    if (is_dense(s)) {
+      mla_attention_dense(paged, rows_of(a, r0, ctx.cu[size_t(s) + 1] - r0), ctx.page_off[size_t(s)],
+                          ctx.n_past[size_t(s)]);
+      ++s;
+      continue;
     }
-  } else {
-    mla_attention(paged, a);
+    int e = s + 1;
+    while (e < ctx.N && !is_dense(e)) ++e;
+    const int64_t n = ctx.cu[size_t(e)] - r0;
+    if (s == 0 && e == ctx.N) {
+      mla_attention(paged, a);
+    } else {
+      MlaPagedLatents ps = paged;  // tok_seq keeps the step's sequence numbers: page_offset is shared
+      ps.tok_seq =
+          TensorView::contiguous(static_cast<int32_t*>(paged.tok_seq.data) + r0, DType::I32, {n}, ctx.device);
+      ps.tok_pos =
+          TensorView::contiguous(static_cast<int32_t*>(paged.tok_pos.data) + r0, DType::I32, {n}, ctx.device);
+      mla_attention(ps, rows_of(a, r0, n));
+    }
+    s = e;
   }
   if (ctx.batched_heads)
     ctx.proj_heads(cx.view(), 0, R, w.uv[0], o.cols_view(0, dv), H, {R, (dn + dv) * R, dv});

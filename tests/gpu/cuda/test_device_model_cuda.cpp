@@ -127,6 +127,42 @@ TEST_F(DeviceModelCuda, KimiLinearBf16DenseMlaPrefill) {
   EXPECT_GE(dense_gold, absorbed_gold - 6);
 }
 
+// A mixed bf16 prefill step (short chunks before and after a long one): the long sequence still
+// takes the tensor-core MLA, the short ones the absorbed kernel over their own rows; each sequence's
+// logits match the same sequence run alone.
+TEST_F(DeviceModelCuda, KimiLinearBf16MixedStepMla) {
+  DeviceModelOptions opt;
+  opt.device = Device::Cuda, opt.precision = Precision::BF16, opt.exact_kda = false;
+  std::unique_ptr<DeviceModel> m = DeviceModel::load(kKimiDir, opt);
+  const std::vector<int32_t> ids = gi32(kKimiDir, "prompt_300.input_ids");
+  ASSERT_GE(int64_t(ids.size()), kMlaDenseMinTokens);
+  const std::span<const int32_t> all(ids);
+  const std::vector<std::span<const int32_t>> toks = {all.first(8), all, all.first(3)};
+  std::vector<std::vector<float>> alone;
+  for (const auto& t : toks) {
+    Harness h(*m);
+    Harness::Seq s = h.new_seq();
+    alone.push_back(h.run(s, t));
+  }
+  Harness h(*m);
+  Harness::Seq a = h.new_seq(), b = h.new_seq(), c = h.new_seq();
+  const std::vector<std::vector<float>> mixed = h.step({&a, &b, &c}, toks, LogitsWant::All);
+  const int64_t V = m->config().vocab_size;
+  for (size_t i = 0; i < toks.size(); ++i) {
+    const int64_t T = int64_t(toks[i].size());
+    ASSERT_EQ(mixed[i].size(), alone[i].size());
+    int same = 0;
+    double worst = 0;
+    for (int64_t t = 0; t < T; ++t)
+      same += argmax_row(mixed[i].data() + t * V, V) == argmax_row(alone[i].data() + t * V, V);
+    for (size_t j = 0; j < mixed[i].size(); ++j)
+      worst = std::max(worst, double(std::fabs(mixed[i][j] - alone[i][j])));
+    std::printf("    kimi bf16 mixed step, sequence of %lld: max |logit diff| vs alone %.4g, top-1 same %d\n",
+                static_cast<long long>(T), worst, same);
+    EXPECT_GE(same, T - (T >= kMlaDenseMinTokens ? 3 : 0));
+  }
+}
+
 TEST_F(DeviceModelCuda, K3Bf16) {
   check_bf16_decode(gpu_model(kK3Dir, Precision::BF16), kK3Dir, "gpu.k3", 0.1f);
 }
