@@ -75,7 +75,7 @@ node -e '
 const [url, started] = process.argv.slice(1);
 (async () => {
   const r = await fetch(url + "/v1/completions", {method: "POST", headers: {"Content-Type": "application/json"},
-    body: JSON.stringify({prompt: [1, 2, 3, 4, 5], max_tokens: 300, ignore_eos: true, stream: true,
+    body: JSON.stringify({prompt: [1, 2, 3, 4, 5], max_tokens: 3000, ignore_eos: true, stream: true,
                           stream_options: {include_usage: true}})});
   const reader = r.body.getReader(), dec = new TextDecoder();
   let body = "", signalled = false;
@@ -87,7 +87,7 @@ const [url, started] = process.argv.slice(1);
   }
   const usage = body.split("\n\n").filter(e => e.startsWith("data: {")).map(e => JSON.parse(e.slice(6)))
                     .filter(j => j.usage).map(j => j.usage)[0];
-  const ok = body.includes("data: [DONE]") && usage && usage.completion_tokens === 300;
+  const ok = body.includes("data: [DONE]") && usage && usage.completion_tokens === 3000;
   console.log(`in flight at SIGTERM: ${usage ? usage.completion_tokens : "no"} tokens, [DONE] ${body.includes("data: [DONE]")}`);
   process.exit(ok ? 0 : 1);
 })().catch(e => { console.log(e); process.exit(1); });' "$url" "$tmp/started" &
