@@ -11,12 +11,16 @@ void add_device_flags(CLI::App& cmd, DeviceFlags& f) {
   cmd.add_option("--precision", f.precision,
                  "GPU GEMM weights: f32 (golden-exact) | bf16 (with --device cuda)")
       ->capture_default_str();
+  cmd.add_flag(
+      "--no-cuda-graphs", f.no_cuda_graphs,
+      "with --device cuda: run decode steps eagerly instead of replaying one CUDA graph per batch size");
 }
 
 void check_cpu_device_flags(const DeviceFlags& f) {
   DS_CHECK(f.device == "cpu" || f.device == "cuda", "--device must be 'cpu' or 'cuda', got '{}'", f.device);
   DS_CHECK(f.precision == "f32", "--precision {} needs --device cuda (the CPU model computes in f32)",
            f.precision);
+  DS_CHECK(!f.no_cuda_graphs, "--no-cuda-graphs needs --device cuda");
 }
 
 std::unique_ptr<DeviceModel> load_device_model(const std::string& model_dir, const DeviceFlags& f) {
@@ -28,6 +32,7 @@ std::unique_ptr<DeviceModel> load_device_model(const std::string& model_dir, con
   opt.device = Device::Cuda;
   opt.precision = f.precision == "bf16" ? Precision::BF16 : Precision::F32;
   opt.exact_kda = opt.precision == Precision::F32;
+  opt.decode_graphs = !f.no_cuda_graphs;
   return DeviceModel::load(model_dir, opt, &std::cerr);
 }
 

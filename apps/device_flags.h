@@ -15,6 +15,7 @@ namespace ds::cli {
 struct DeviceFlags {
   std::string device = "cpu";
   std::string precision = "f32";
+  bool no_cuda_graphs = false;  // decode steps eagerly instead of replaying CUDA graphs
   bool on_cuda() const { return device == "cuda"; }
 };
 

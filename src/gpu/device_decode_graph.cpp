@@ -39,7 +39,8 @@ void DeviceModel::set_execution(const DeviceModelOptions& opt) {
 }
 
 bool DeviceModel::graph_eligible(const DeviceStep& step) const {
-  if (!opt_.decode_graphs || !opt_.device_moe || step.capture_layer_outputs || cfg_.attn_res_block_size > 0)
+  if (!opt_.decode_graphs || !step.allow_graph || !opt_.device_moe || step.capture_layer_outputs ||
+      cfg_.attn_res_block_size > 0)
     return false;
   if (int64_t(step.seqs.size()) > kMoeGroupedMaxTokens) return false;
   for (const DeviceSeqStep& s : step.seqs)
@@ -82,6 +83,7 @@ DeviceForwardResult DeviceModel::forward_graph(const DeviceStep& step, DevicePoo
     return r;
   }
   slot->graph.replay();
+  ++graph_replays_;
   DeviceForwardResult r;
   r.logits.resize(size_t(N));
   if (step.greedy_tokens) {

@@ -79,6 +79,7 @@ class DeviceModel {
   // call from two threads at once.
   DeviceForwardResult forward(const DeviceStep& step, DevicePools& pools) const;
   int graphs_recorded() const { return int(graphs_.size()); }
+  int64_t graph_replays() const { return graph_replays_; }  // decode steps served by a replay
   // Changes the options that leave the weights alone (everything but device and precision) and
   // drops the recorded graphs.
   void set_execution(const DeviceModelOptions& opt);
@@ -105,6 +106,7 @@ class DeviceModel {
   DeviceWeights w_;
   std::vector<int> mla_index_, kda_index_;  // [n_layer]: index among MLA / KDA layers, or -1
   mutable std::map<int, std::unique_ptr<DecodeGraph>> graphs_;  // by batch size
+  mutable int64_t graph_replays_ = 0;
 };
 
 }  // namespace ds

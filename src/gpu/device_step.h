@@ -30,6 +30,7 @@ struct DeviceStep {
   std::vector<DeviceSeqStep> seqs;
   bool capture_layer_outputs = false;  // copy the stream after every layer to the host (tests)
   bool greedy_tokens = false;          // return each logits row's argmax (on the device), not the logits
+  bool allow_graph = true;  // a decode step may replay a recorded graph (DeviceModelOptions::decode_graphs)
 };
 
 struct DeviceForwardResult {

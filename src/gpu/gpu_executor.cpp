@@ -77,6 +77,7 @@ StepResult GpuExecutor::execute(const SchedulePlan& plan) {
     for (const PlannedCheckpoint& c : s.checkpoints) pool.reserve_slots(pool_slot(0, c.slot));
   }
   DeviceStep step;
+  step.allow_graph = opt_.decode_graphs;
   std::vector<std::pair<int64_t, int64_t>> duplicate_slots;  // (src, dst): one position, two slots
   for (const ScheduledSeq& s : plan.seqs) {
     if (opt_.verify) tags_.step(s, page_tokens_);

@@ -6,7 +6,10 @@
 // A step performs the plan's transfers in order as device / host copies (demotions, promotions,
 // restores of hit checkpoints into live slots), zeroes the live slot of every sequence starting at
 // token 0, runs one forward over all scheduled sequences and samples per request on the host. The
-// duration is the measured wall time of the step (device synchronised).
+// duration is the measured wall time of the step (device synchronised). A pure-decode step (one
+// token per sequence, each sampled, no checkpoint) replays the model's CUDA graph of its batch size
+// when the model records them (DeviceModel rewrites the graph's fixed-address index buffers and
+// re-records when the pools moved); every other step runs eagerly.
 // With a Device::Cpu model the same executor runs over host memory (the CI tests of the wiring).
 #pragma once
 
@@ -25,6 +28,9 @@ struct GpuExecutorOptions {
   int64_t max_running = 64;  // live slots (the scheduler's max_running); checkpoint slots follow them
   bool verify = false;       // track ContentTags and check every sequence before computing (tests)
   bool keep_logits = false;  // keep each sampled position's logits per request (tests)
+  // Pure-decode steps replay the model's decode graph of their batch size when the model records
+  // them (DeviceModelOptions::decode_graphs); false: every step runs eagerly.
+  bool decode_graphs = true;
 };
 
 class GpuExecutor final : public Executor {

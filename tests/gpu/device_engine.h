@@ -19,9 +19,12 @@ namespace ds::test {
 
 // The engine over the device executor; the cache configuration of the CPU executor's tests.
 struct DeviceEngine {
-  DeviceEngine(const DeviceModel& m, const CacheSetup& c)
+  DeviceEngine(const DeviceModel& m, const CacheSetup& c, bool decode_graphs = true)
       : exec(m, c.page_tokens,
-             GpuExecutorOptions{.max_running = c.max_running, .verify = true, .keep_logits = true}),
+             GpuExecutorOptions{.max_running = c.max_running,
+                                .verify = true,
+                                .keep_logits = true,
+                                .decode_graphs = decode_graphs}),
         engine(ModelEngine::config(exec.cache_sizes(), c), exec, clock) {}
 
   std::map<RequestId, Request> run() {
@@ -63,11 +66,14 @@ inline double expect_warm_equals_cold(const DeviceModel& m, const GpuExecutor& e
   return worst;
 }
 
+// The scenarios below take the executor's model m and, optionally, another model `cold` computing
+// the cold reference (the eager model when m replays decode graphs).
+
 // ---- the scenarios --------------------------------------------------------------------------------
 
 // A follow-up turn hits the cache: every-block retention on the device alone, interval:32 with a
 // host tier.
-inline double follow_up_turn(const DeviceModel& m) {
+inline double follow_up_turn(const DeviceModel& m, const DeviceModel* cold = nullptr) {
   const int32_t V = int32_t(m.config().vocab_size);
   double worst = 0;
   for (const auto& [retention, host] : {std::pair{"every-block", false}, std::pair{"interval:32", true}}) {
@@ -78,15 +84,15 @@ inline double follow_up_turn(const DeviceModel& m) {
     de.engine.add(make_request(2, concat(first.tokens, random_tokens(rng, 37, V)), 5));
     const Request second = de.run().at(2);
     EXPECT_GT(second.n_hit_tokens, 0) << retention;
-    worst = std::max(
-        {worst, expect_warm_equals_cold(m, de.exec, first), expect_warm_equals_cold(m, de.exec, second)});
+    worst = std::max({worst, expect_warm_equals_cold(cold ? *cold : m, de.exec, first),
+                      expect_warm_equals_cold(cold ? *cold : m, de.exec, second)});
   }
   return worst;
 }
 
 // Unrelated requests push the first one's pages and checkpoints to the host tier; the follow-up
 // promotes them back.
-inline double host_tier_round_trip(const DeviceModel& m) {
+inline double host_tier_round_trip(const DeviceModel& m, const DeviceModel* cold = nullptr) {
   const int32_t V = int32_t(m.config().vocab_size);
   const CacheModelSizes sz = GpuExecutor(m, 16).cache_sizes();
   const int64_t state_tokens = sz.checkpoint_bytes / sz.kv_bytes_per_token;
@@ -103,11 +109,11 @@ inline double host_tier_round_trip(const DeviceModel& m) {
   const Request warm = de.run().at(9);
   EXPECT_GT(warm.n_host_hit_tokens, 0);
   EXPECT_GT(de.engine.cache().stats().pages_promoted, 0);
-  return expect_warm_equals_cold(m, de.exec, warm);
+  return expect_warm_equals_cold(cold ? *cold : m, de.exec, warm);
 }
 
 // Two requests that cannot both grow to their length: the newer is preempted and recomputed.
-inline double preemption(const DeviceModel& m) {
+inline double preemption(const DeviceModel& m, const DeviceModel* cold = nullptr) {
   const int32_t V = int32_t(m.config().vocab_size);
   const CacheModelSizes sz = GpuExecutor(m, 16).cache_sizes();
   const int64_t state_tokens = sz.checkpoint_bytes / sz.kv_bytes_per_token;
@@ -120,12 +126,13 @@ inline double preemption(const DeviceModel& m) {
   EXPECT_EQ(done.size(), 2u);
   EXPECT_GT(de.engine.scheduler().n_preemptions(), 0);
   double worst = 0;
-  for (const auto& [id, r] : done) worst = std::max(worst, expect_warm_equals_cold(m, de.exec, r));
+  for (const auto& [id, r] : done)
+    worst = std::max(worst, expect_warm_equals_cold(cold ? *cold : m, de.exec, r));
   return worst;
 }
 
 // Many requests of different lengths in one batch, two of them hitting a shared prefix.
-inline double mixed_batch(const DeviceModel& m) {
+inline double mixed_batch(const DeviceModel& m, const DeviceModel* cold = nullptr) {
   const int32_t V = int32_t(m.config().vocab_size);
   DeviceEngine de(m, {.retention = "every-block", .step_tokens = 512});
   std::mt19937_64 rng(3);
@@ -142,9 +149,28 @@ inline double mixed_batch(const DeviceModel& m) {
   double worst = 0;
   for (const auto& [rid, r] : done) {
     hits += r.n_hit_tokens > 0;
-    worst = std::max(worst, expect_warm_equals_cold(m, de.exec, r));
+    worst = std::max(worst, expect_warm_equals_cold(cold ? *cold : m, de.exec, r));
   }
   EXPECT_EQ(hits, 2);
+  return worst;
+}
+
+// Decode steps through the executor on `graphs` (a model recording decode graphs) replay them and
+// match the requests computed cold on `eager` (the same weights without graphs): follow-up turns,
+// preemption (the pools grow: graphs recorded again) and decode batches of several sizes. An
+// executor with decode_graphs off replays none. Returns the largest difference.
+inline double decode_graphs_match_eager(const DeviceModel& graphs, const DeviceModel& eager) {
+  const int64_t before = graphs.graph_replays();
+  const double worst =
+      std::max({follow_up_turn(graphs, &eager), preemption(graphs, &eager), mixed_batch(graphs, &eager)});
+  EXPECT_GT(graphs.graph_replays() - before, 100);
+  EXPECT_GE(graphs.graphs_recorded(), 3);  // batch sizes
+  const int64_t on = graphs.graph_replays();
+  DeviceEngine de(graphs, {.retention = "every-block"}, false);
+  std::mt19937_64 rng(13);
+  de.engine.add(make_request(1, random_tokens(rng, 40, int32_t(graphs.config().vocab_size)), 8));
+  de.run();
+  EXPECT_EQ(graphs.graph_replays(), on);
   return worst;
 }
 

@@ -27,5 +27,13 @@ TEST_P(GpuExecutorCpu, MixedBatch) {
 INSTANTIATE_TEST_SUITE_P(Golden, GpuExecutorCpu, ::testing::Values(kKimiDir, kK3Dir),
                          [](const auto& info) { return info.param == kKimiDir ? "KimiLinear" : "K3"; });
 
+// Kimi Linear only: K3's attention residuals keep its steps eager.
+TEST(GpuExecutorCpuGraphs, DecodeStepsMatchEager) {
+  const DeviceModel& graphs =
+      device_model(kKimiDir, Device::Cpu, Precision::F32, AttnResMode::Reference, Path::Graphs);
+  std::printf("    graphs-vs-eager max |diff| %.3g\n",
+              decode_graphs_match_eager(graphs, device_model(kKimiDir, Device::Cpu)));
+}
+
 }  // namespace
 }  // namespace ds::test

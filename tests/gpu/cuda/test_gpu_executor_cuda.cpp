@@ -30,5 +30,14 @@ TEST_P(GpuExecutorCuda, MixedBatch) {
 INSTANTIATE_TEST_SUITE_P(Golden, GpuExecutorCuda, ::testing::Values(kKimiDir, kK3Dir),
                          [](const auto& info) { return info.param == kKimiDir ? "KimiLinear" : "K3"; });
 
+// Kimi Linear only: K3's attention residuals keep its steps eager.
+TEST(GpuExecutorCudaGraphs, DecodeStepsMatchEager) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: GPU test skipped";
+  const DeviceModel& graphs =
+      device_model(kKimiDir, Device::Cuda, Precision::F32, AttnResMode::Reference, Path::Graphs);
+  std::printf("    graphs-vs-eager max |diff| %.3g\n",
+              decode_graphs_match_eager(graphs, device_model(kKimiDir, Device::Cuda)));
+}
+
 }  // namespace
 }  // namespace ds::test
