@@ -137,9 +137,9 @@ DecodeBatch decode_batch(int batch, int64_t n_past, int64_t pages_per_seq, int v
     s.n_past = n_past;
     s.pages = d.pages[size_t(b)];
     s.live_slot = b;
+    s.argmax_only = true;
     d.step.seqs.push_back(s);
   }
-  d.step.greedy_tokens = true;
   return d;
 }
 
@@ -231,8 +231,8 @@ void run_prefill(DeviceModel& m, const GpuBenchArgs& a, const DeviceModelOptions
         s.pages = pages;
         s.live_slot = 0;
         s.logits = s0 + n == L ? LogitsWant::Last : LogitsWant::None;
+        s.argmax_only = true;
         step.seqs.push_back(s);
-        step.greedy_tokens = true;
         if (a.profile && s0 == 0) profiler_range(true);
         m.forward(step, pools);
         if (a.profile && s0 == 0) profiler_range(false);

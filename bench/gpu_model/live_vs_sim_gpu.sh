@@ -15,6 +15,7 @@ set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 B=${BIN:-.dev/cuda}
+B=$(cd "$B" && pwd)  # absolute: bench/live_vs_sim.sh runs from its own root
 OUT=${OUT:-out}
 mkdir -p "$OUT"
 source "$HERE/device_env.sh"

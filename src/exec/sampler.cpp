@@ -71,6 +71,11 @@ int32_t sample_token(std::span<const float> logits, const SamplingParams& p, uin
   return order[size_t(n - 1)];
 }
 
+bool samples_by_argmax(const SamplingParams& p) {
+  // top-k 1 keeps only the most likely token (lowest id on ties), which is then drawn with certainty.
+  return (p.greedy() || p.top_k == 1) && p.logprobs < 0;
+}
+
 TokenLogprobs token_logprobs(std::span<const float> logits, int32_t token, int k) {
   DS_CHECK(token >= 0 && size_t(token) < logits.size(), "logprobs: token {} outside {} logits", token,
            logits.size());
@@ -93,14 +98,24 @@ TokenLogprobs token_logprobs(std::span<const float> logits, int32_t token, int k
 }
 
 void sample_plan(const SchedulePlan& plan, std::span<const std::vector<float>> logits, int64_t vocab,
-                 StepResult& result, std::unordered_map<RequestId, std::vector<float>>* kept,
-                 const char* who) {
+                 StepResult& result, std::unordered_map<RequestId, std::vector<float>>* kept, const char* who,
+                 std::span<const int32_t> argmax) {
   DS_CHECK(logits.size() == plan.seqs.size(), "{}: {} logits rows for {} scheduled sequences", who,
            logits.size(), plan.seqs.size());
+  DS_CHECK(argmax.empty() || argmax.size() == plan.seqs.size(), "{}: {} argmax entries for {} sequences", who,
+           argmax.size(), plan.seqs.size());
   for (size_t i = 0; i < plan.seqs.size(); ++i) {
     const ScheduledSeq& s = plan.seqs[i];
     if (!s.samples) continue;
     DS_CHECK(s.sampling != nullptr, "{}: request {} samples without sampling parameters", who, s.request_id);
+    if (!argmax.empty() && argmax[i] >= 0) {
+      DS_CHECK(samples_by_argmax(*s.sampling) && kept == nullptr,
+               "{}: request {} was sampled by argmax but needs its logits", who, s.request_id);
+      DS_CHECK(argmax[i] < vocab, "{}: request {} argmax {} outside {} logits", who, s.request_id, argmax[i],
+               vocab);
+      result.sampled_tokens.push_back(argmax[i]);
+      continue;
+    }
     const std::vector<float>& row = logits[i];
     DS_CHECK(int64_t(row.size()) == vocab, "{}: request {} got {} logits", who, s.request_id, row.size());
     result.sampled_tokens.push_back(

@@ -57,7 +57,7 @@ DeviceForwardResult DeviceModel::forward_graph(const DeviceStep& step, DevicePoo
   const int64_t D = cfg_.hidden, V = cfg_.vocab_size;
   const bool has_mla = cfg_.n_mla_layers() > 0;
   std::unique_ptr<DecodeGraph>& slot = graphs_[N];
-  if (!slot || !slot->matches(pools, step.greedy_tokens, has_mla) || !slot->ctx->rewrite(step)) {
+  if (!slot || !slot->matches(pools, step_wants_argmax(step), has_mla) || !slot->ctx->rewrite(step)) {
     slot.reset();
     DeviceForwardResult r = forward_eager(step, pools);
     auto g = std::make_unique<DecodeGraph>();
@@ -65,7 +65,7 @@ DeviceForwardResult DeviceModel::forward_graph(const DeviceStep& step, DevicePoo
     g->latents0 = has_mla ? pools.latents(0) : nullptr;
     g->slots = pools.slots_base();
     g->n_pages = pools.n_pages(), g->n_slots = pools.n_slots();
-    g->greedy = step.greedy_tokens;
+    g->greedy = step_wants_argmax(step);
     g->ctx = std::make_unique<ForwardContext>(make_context(step, pools, int64_t(N) * pools.n_pages()));
     g->logits = g->ctx->mat(N, V);
     g->tokens = Buffer(opt_.device, int64_t(N) * 4);
@@ -85,15 +85,9 @@ DeviceForwardResult DeviceModel::forward_graph(const DeviceStep& step, DevicePoo
   slot->graph.replay();
   ++graph_replays_;
   DeviceForwardResult r;
-  r.logits.resize(size_t(N));
-  if (step.greedy_tokens) {
-    const std::vector<int32_t> best = slot->tokens.to_host<int32_t>();
-    r.tokens.resize(size_t(N));
-    for (int n = 0; n < N; ++n) r.tokens[size_t(n)] = {best[size_t(n)]};
-    return r;
-  }
-  const std::vector<float> all = slot->logits.buf.to_host<float>();
-  for (int n = 0; n < N; ++n) r.logits[size_t(n)].assign(all.begin() + n * V, all.begin() + (n + 1) * V);
+  std::vector<int64_t> first_row(static_cast<size_t>(N));
+  for (int n = 0; n < N; ++n) first_row[size_t(n)] = n;
+  read_step_outputs(step, slot->logits.buf, slot->greedy ? &slot->tokens : nullptr, first_row, N, V, r);
   return r;
 }
 

@@ -384,35 +384,51 @@ DeviceForwardResult DeviceModel::forward_eager(const DeviceStep& step, DevicePoo
     if (want == LogitsWant::All)
       for (int64_t t = ctx.cu[size_t(n)]; t < ctx.cu[size_t(n) + 1]; ++t) rows.push_back(int32_t(t));
   }
-  r.logits.resize(size_t(ctx.N));
-  if (step.greedy_tokens) r.tokens.resize(size_t(ctx.N));
-  if (rows.empty()) return r;
+  if (rows.empty()) {
+    r.logits.resize(size_t(ctx.N));
+    r.tokens.resize(size_t(ctx.N));
+    return r;
+  }
   const int64_t n_rows = int64_t(rows.size());
   const Buffer idx = Buffer::from_host<int32_t>(opt_.device, rows);
   DevMat hr = ctx.mat(n_rows, D), logits = ctx.mat(n_rows, V);
   gather_rows(x.view(), ctx.i32(idx, n_rows), hr.view());
   rmsnorm(hr.view(), w_.final_norm, cfg_.rms_norm_eps, hr.view());
   ctx.proj(hr.view(), w_.lm_head, logits.view());
-  auto row_range = [&](int n) {
-    const int64_t r0 = first_row[size_t(n)];
-    return std::pair<int64_t, int64_t>(r0, n + 1 < ctx.N ? first_row[size_t(n) + 1] : n_rows);
-  };
-  if (step.greedy_tokens) {
-    const Buffer best(opt_.device, n_rows * 4);
+  Buffer best;
+  if (step_wants_argmax(step)) {
+    best = Buffer(opt_.device, n_rows * 4);
     argmax_rows(logits.view(), ctx.i32(best, n_rows));
-    const std::vector<int32_t> all = best.to_host<int32_t>();
-    for (int n = 0; n < ctx.N; ++n) {
-      const auto [r0, r1] = row_range(n);
-      r.tokens[size_t(n)].assign(all.begin() + r0, all.begin() + r1);
-    }
-    return r;
   }
-  const std::vector<float> all = logits.buf.to_host<float>();
-  for (int n = 0; n < ctx.N; ++n) {
-    const auto [r0, r1] = row_range(n);
-    r.logits[size_t(n)].assign(all.begin() + r0 * V, all.begin() + r1 * V);
-  }
+  read_step_outputs(step, logits.buf, step_wants_argmax(step) ? &best : nullptr, first_row, n_rows, V, r);
   return r;
+}
+
+bool step_wants_argmax(const DeviceStep& step) {
+  for (const DeviceSeqStep& s : step.seqs)
+    if (s.argmax_only) return true;
+  return false;
+}
+
+void read_step_outputs(const DeviceStep& step, const Buffer& logits, const Buffer* tokens,
+                       std::span<const int64_t> first_row, int64_t n_rows, int64_t V,
+                       DeviceForwardResult& r) {
+  const size_t N = step.seqs.size();
+  r.logits.assign(N, {});
+  r.tokens.assign(N, {});
+  std::vector<int32_t> best;
+  if (tokens != nullptr) best = tokens->to_host<int32_t>();  // N small ids: one short copy
+  for (size_t n = 0; n < N; ++n) {
+    const int64_t r0 = first_row[n], r1 = n + 1 < N ? first_row[n + 1] : n_rows;
+    if (step.seqs[n].argmax_only) {
+      DS_CHECK(tokens != nullptr, "device forward: argmax asked without argmax rows");
+      r.tokens[n].assign(best.begin() + r0, best.begin() + r1);
+    } else if (r1 > r0) {
+      r.logits[n].resize(size_t((r1 - r0) * V));
+      logits.download(r.logits[n].data(), (r1 - r0) * V * int64_t(sizeof(float)),
+                      r0 * V * int64_t(sizeof(float)));
+    }
+  }
 }
 
 }  // namespace ds

@@ -24,18 +24,18 @@ struct DeviceSeqStep {
   int32_t live_slot = -1;           // state slot advanced in place (all KDA layers); zero it for n_past == 0
   std::vector<DeviceCheckpoint> checkpoints;  // ascending positions
   LogitsWant logits = LogitsWant::Last;
+  bool argmax_only = false;  // return the argmax of each of its logits rows (on the device), not the rows
 };
 
 struct DeviceStep {
   std::vector<DeviceSeqStep> seqs;
   bool capture_layer_outputs = false;  // copy the stream after every layer to the host (tests)
-  bool greedy_tokens = false;          // return each logits row's argmax (on the device), not the logits
   bool allow_graph = true;  // a decode step may replay a recorded graph (DeviceModelOptions::decode_graphs)
 };
 
 struct DeviceForwardResult {
-  std::vector<std::vector<float>> logits;         // per seq: f32 [rows, vocab] (0, 1 or n rows)
-  std::vector<std::vector<int32_t>> tokens;       // per seq: argmax of each row (greedy_tokens)
+  std::vector<std::vector<float>> logits;  // per seq: f32 [rows, vocab] (0, 1 or n rows; none if argmax_only)
+  std::vector<std::vector<int32_t>> tokens;       // per seq: argmax of each row (argmax_only; else empty)
   std::vector<std::vector<float>> layer_outputs;  // [n_layer] f32 [T, D] when captured
 };
 

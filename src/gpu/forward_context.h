@@ -103,4 +103,12 @@ void moe_forward(const ForwardContext& ctx, const DeviceMoe& w, const TensorView
 // Whether moe_forward keeps this layer on the device (dense SiLU experts, no LatentMoE, device_moe).
 bool moe_on_device(const ForwardContext& ctx, const DeviceMoe& w);
 
+// Whether any sequence of the step asks for argmax tokens instead of logits.
+bool step_wants_argmax(const DeviceStep& step);
+// Reads a step's outputs back to the host: logits f32 [n_rows, V] on the device, sequence n owning
+// rows [first_row[n], first_row[n + 1]) (the last up to n_rows); tokens I32 [n_rows] = their argmax
+// when step_wants_argmax. Only argmax_only sequences' token ids and the other sequences' rows cross.
+void read_step_outputs(const DeviceStep& step, const Buffer& logits, const Buffer* tokens,
+                       std::span<const int64_t> first_row, int64_t n_rows, int64_t V, DeviceForwardResult& r);
+
 }  // namespace ds

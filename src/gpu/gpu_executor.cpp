@@ -88,6 +88,8 @@ StepResult GpuExecutor::execute(const SchedulePlan& plan) {
     q.pages = s.pages;
     q.live_slot = s.live_slot;
     q.logits = s.samples ? LogitsWant::Last : LogitsWant::None;
+    q.argmax_only = s.samples && opt_.device_argmax && !opt_.keep_logits && s.sampling != nullptr &&
+                    samples_by_argmax(*s.sampling);
     for (size_t c = 0; c < s.checkpoints.size(); ++c) {
       const PlannedCheckpoint& pc = s.checkpoints[c];
       if (!q.checkpoints.empty() && q.checkpoints.back().position == pc.position) {
@@ -101,8 +103,15 @@ StepResult GpuExecutor::execute(const SchedulePlan& plan) {
   const DeviceForwardResult fr = model_.forward(step, pool);
   for (const auto& [src, dst] : duplicate_slots) pool.copy_slot(dst, pool, src);
 
+  std::vector<int32_t> argmax(plan.seqs.size(), -1);
+  for (size_t i = 0; i < plan.seqs.size(); ++i)
+    if (step.seqs[i].argmax_only) {
+      DS_CHECK(fr.tokens[i].size() == 1, "gpu executor: {} argmax tokens for one row", fr.tokens[i].size());
+      argmax[i] = fr.tokens[i][0];
+      ++device_argmax_tokens_;
+    }
   sample_plan(plan, fr.logits, model_.config().vocab_size, result, opt_.keep_logits ? &logits_ : nullptr,
-              "gpu executor");
+              "gpu executor", argmax);
   synchronize(model_.device());
   result.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return result;

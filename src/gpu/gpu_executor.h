@@ -5,7 +5,9 @@
 // forward writes checkpoints straight into their slots); host checkpoint slot c is host slot c.
 // A step performs the plan's transfers in order as device / host copies (demotions, promotions,
 // restores of hit checkpoints into live slots), zeroes the live slot of every sequence starting at
-// token 0, runs one forward over all scheduled sequences and samples per request on the host. The
+// token 0, runs one forward over all scheduled sequences and samples per request: on the device
+// (argmax, only the token id copied back) when the request's token is its logits' argmax, else from
+// its logits row copied to the host; the semantics are sample_plan's either way. The
 // duration is the measured wall time of the step (device synchronised). A pure-decode step (one
 // token per sequence, each sampled, no checkpoint) replays the model's CUDA graph of its batch size
 // when the model records them (DeviceModel rewrites the graph's fixed-address index buffers and
@@ -31,6 +33,10 @@ struct GpuExecutorOptions {
   // Pure-decode steps replay the model's decode graph of their batch size when the model records
   // them (DeviceModelOptions::decode_graphs); false: every step runs eagerly.
   bool decode_graphs = true;
+  // Requests whose token is their logits' argmax (samples_by_argmax) get it computed on the model's
+  // device, and only the token id crosses to the host; false (or keep_logits): every sampled row
+  // crosses and is sampled on the host.
+  bool device_argmax = true;
 };
 
 class GpuExecutor final : public Executor {
@@ -50,6 +56,8 @@ class GpuExecutor final : public Executor {
 
   // keep_logits: f32 [n_sampled, vocab] logits of each sampled token of the request, in order.
   const std::vector<float>& sampled_logits(RequestId id) const;
+  // Sampled tokens taken from the device argmax so far (device_argmax).
+  int64_t device_argmax_tokens() const { return device_argmax_tokens_; }
 
  private:
   void perform(const CacheTransfer& t);
@@ -61,6 +69,7 @@ class GpuExecutor final : public Executor {
   DevicePools pools_[2];  // [tier]: device, pinned host
   ContentTags tags_;
   std::unordered_map<RequestId, std::vector<float>> logits_;
+  int64_t device_argmax_tokens_ = 0;
 };
 
 }  // namespace ds

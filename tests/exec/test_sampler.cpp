@@ -86,6 +86,46 @@ TEST(Sampler, NonFiniteLogitsAndBadParamsAreErrors) {
 namespace ds {
 namespace {
 
+// The executor's per-row choice: a row whose token is its logits' argmax (greedy, or top-k 1 at any
+// temperature) and that asks for no log-probabilities may be sampled where the logits are.
+TEST(Sampler, SamplesByArgmaxExactlyWhenTheTokenIsTheArgmax) {
+  SamplingParams greedy, top1, hot, with_lp;
+  top1.temperature = 1.5f, top1.top_k = 1, top1.top_p = 0.5f;
+  hot.temperature = 0.7f;
+  with_lp.logprobs = 0;
+  EXPECT_TRUE(samples_by_argmax(greedy));
+  EXPECT_TRUE(samples_by_argmax(top1));
+  EXPECT_FALSE(samples_by_argmax(hot));
+  EXPECT_FALSE(samples_by_argmax(with_lp));
+  for (const SamplingParams& p : {greedy, top1})  // the host sampler agrees: lowest id of the tie
+    for (int64_t pos = 0; pos < 100; ++pos) EXPECT_EQ(sample_token(kLogits, p, 3, pos), 1);
+}
+
+// sample_plan takes an executor's argmax for such rows (no logits row) and samples the others from
+// their rows; an argmax for a row that needs its logits is an error.
+TEST(Sampler, SamplePlanTakesArgmaxRows) {
+  SamplingParams greedy, hot;
+  hot.temperature = 1.0f;
+  const std::vector<int32_t> toks = {0};
+  SchedulePlan plan;
+  for (RequestId id : {1, 2}) {
+    ScheduledSeq s;
+    s.request_id = id, s.begin = 0, s.end = 1, s.tokens = toks, s.samples = true;
+    s.sampling = id == 1 ? &greedy : &hot;
+    plan.seqs.push_back(s);
+  }
+  const std::vector<std::vector<float>> rows = {{}, kLogits};
+  const std::vector<int32_t> argmax = {4, -1};
+  StepResult r;
+  sample_plan(plan, rows, int64_t(kLogits.size()), r, nullptr, "test", argmax);
+  ASSERT_EQ(r.sampled_tokens.size(), 2u);
+  EXPECT_EQ(r.sampled_tokens[0], 4);  // taken as given
+  EXPECT_EQ(r.sampled_tokens[1], sample_token(kLogits, hot, sampling_seed(hot, 2), 1));
+  StepResult bad;
+  const std::vector<int32_t> wrong = {4, 1};
+  EXPECT_THROW(sample_plan(plan, rows, int64_t(kLogits.size()), bad, nullptr, "test", wrong), Error);
+}
+
 TEST(TokenLogprobs, LogSoftmaxAndTopK) {
   const std::vector<float> logits = {1.0f, 3.0f, 2.0f, 3.0f};
   const TokenLogprobs lp = token_logprobs(logits, 2, 3);

@@ -13,18 +13,21 @@
 
 #include "../engine/model_engine.h"
 #include "device_golden.h"
+#include "exec/sampler.h"
 #include "gpu/gpu_executor.h"
 
 namespace ds::test {
 
 // The engine over the device executor; the cache configuration of the CPU executor's tests.
 struct DeviceEngine {
-  DeviceEngine(const DeviceModel& m, const CacheSetup& c, bool decode_graphs = true)
+  DeviceEngine(const DeviceModel& m, const CacheSetup& c, bool decode_graphs = true, bool keep_logits = true,
+               bool device_argmax = true)
       : exec(m, c.page_tokens,
              GpuExecutorOptions{.max_running = c.max_running,
                                 .verify = true,
-                                .keep_logits = true,
-                                .decode_graphs = decode_graphs}),
+                                .keep_logits = keep_logits,
+                                .decode_graphs = decode_graphs,
+                                .device_argmax = device_argmax}),
         engine(ModelEngine::config(exec.cache_sizes(), c), exec, clock) {}
 
   std::map<RequestId, Request> run() {
@@ -172,6 +175,58 @@ inline double decode_graphs_match_eager(const DeviceModel& graphs, const DeviceM
   de.run();
   EXPECT_EQ(graphs.graph_replays(), on);
   return worst;
+}
+
+// The executor's device argmax gives the host sampler's tokens: the same requests — greedy, top-k 1
+// at a temperature, greedy with log-probabilities and plain temperature sampling, prefill and decode
+// steps batched together (graphs on `m` when it records them) — served once with device_argmax and
+// once without produce identical tokens and log-probabilities, and the greedy and top-k 1 requests'
+// tokens came from the device. Returns the number of device-argmax tokens.
+inline int64_t device_argmax_matches_host(const DeviceModel& m) {
+  struct Served {
+    std::map<RequestId, std::vector<int32_t>> tokens;
+    std::map<RequestId, std::vector<TokenLogprobs>> logprobs;
+    int64_t argmax_tokens = 0, expected = 0;
+  };
+  auto serve = [&](bool device_argmax) {
+    DeviceEngine de(m, {.retention = "every-block"}, true, false, device_argmax);
+    std::mt19937_64 rng(29);
+    const int32_t V = int32_t(m.config().vocab_size);
+    Served out;
+    for (int i = 0; i < 8; ++i) {
+      Request r = make_request(i + 1, random_tokens(rng, 12 + 9 * i, V), 6 + i);
+      if (i % 4 == 1) r.sampling.temperature = 0.8f, r.sampling.top_k = 1;
+      if (i % 4 == 2) r.sampling.logprobs = 3;
+      if (i % 4 == 3) r.sampling.temperature = 0.9f, r.sampling.seed = 7;
+      if (samples_by_argmax(r.sampling)) out.expected += r.max_output_tokens;
+      de.engine.add(std::move(r));
+    }
+    while (!de.engine.idle()) {
+      const EngineEvents ev = de.engine.step();
+      for (size_t j = 0; j < ev.tokens.size(); ++j) {
+        out.tokens[ev.tokens[j].request_id].push_back(ev.tokens[j].token);
+        if (!ev.logprobs.empty()) out.logprobs[ev.tokens[j].request_id].push_back(ev.logprobs[j]);
+      }
+    }
+    out.argmax_tokens = de.exec.device_argmax_tokens();
+    return out;
+  };
+  const Served dev = serve(true), host = serve(false);
+  EXPECT_EQ(host.argmax_tokens, 0);
+  EXPECT_GT(dev.expected, 0);
+  EXPECT_EQ(dev.argmax_tokens, dev.expected);
+  EXPECT_EQ(dev.tokens, host.tokens);
+  EXPECT_EQ(dev.tokens.size(), 8u);
+  EXPECT_EQ(dev.logprobs.size(), host.logprobs.size());
+  for (const auto& [id, lp] : dev.logprobs) {
+    const std::vector<TokenLogprobs>& h = host.logprobs.at(id);
+    EXPECT_EQ(lp.size(), h.size()) << "request " << id;
+    for (size_t j = 0; j < std::min(lp.size(), h.size()); ++j) {
+      EXPECT_EQ(lp[j].logprob, h[j].logprob) << "request " << id;
+      EXPECT_EQ(lp[j].top, h[j].top) << "request " << id;
+    }
+  }
+  return dev.argmax_tokens;
 }
 
 }  // namespace ds::test

@@ -35,5 +35,13 @@ TEST(GpuExecutorCpuGraphs, DecodeStepsMatchEager) {
               decode_graphs_match_eager(graphs, device_model(kKimiDir, Device::Cpu)));
 }
 
+// Greedy and top-k 1 requests sampled by the device argmax (graphs on and off) agree with the host.
+TEST(GpuExecutorCpuArgmax, MatchesHostSampler) {
+  for (const DeviceModel* m :
+       {&device_model(kKimiDir, Device::Cpu),
+        &device_model(kKimiDir, Device::Cpu, Precision::F32, AttnResMode::Reference, Path::Graphs)})
+    std::printf("    device-argmax tokens %lld\n", static_cast<long long>(device_argmax_matches_host(*m)));
+}
+
 }  // namespace
 }  // namespace ds::test

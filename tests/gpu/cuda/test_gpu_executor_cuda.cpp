@@ -39,5 +39,13 @@ TEST(GpuExecutorCudaGraphs, DecodeStepsMatchEager) {
               decode_graphs_match_eager(graphs, device_model(kKimiDir, Device::Cuda)));
 }
 
+TEST(GpuExecutorCudaArgmax, MatchesHostSampler) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: GPU test skipped";
+  for (const DeviceModel* m :
+       {&device_model(kKimiDir, Device::Cuda),
+        &device_model(kKimiDir, Device::Cuda, Precision::F32, AttnResMode::Reference, Path::Graphs)})
+    std::printf("    device-argmax tokens %lld\n", static_cast<long long>(device_argmax_matches_host(*m)));
+}
+
 }  // namespace
 }  // namespace ds::test
