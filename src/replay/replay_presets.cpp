@@ -7,6 +7,21 @@
 namespace ds {
 namespace {
 
+// The deployment both presets share: Kimi K3 on 8 x B300 as the InferenceX recipe runs it under vLLM
+// (FP8 KV, mixed prefill/decode batches of 8,192 tokens, vLLM >= 0.19's full-prompt admission gate,
+// which the emulated vLLM cache applies the same way), driven by the AgentX harness.
+void set_k3_b300_vllm_agentx(ReplaySetup& s) {
+  s.model = "kimi-k3";
+  s.hardware = "b300";
+  s.gpus = 8;
+  s.kv_dtype_bytes = 1;
+  s.mixed_batches = true;
+  s.reserve_full_prompt = true;
+  s.max_step_tokens = 8192;
+  s.harness = "agentx";
+  s.agentx = AgentxOptions{};
+}
+
 // InferenceX day-0 Kimi K3 agentic recipe on 8 x B300 (SemiAnalysisAI/InferenceX commit 4346729b3,
 // benchmarks/single_node/agentic/kimik3_fp4_b300_vllm.sh and configs/nvidia-master.yaml
 // kimik3-fp4-b300-vllm-agentic): vLLM TP8, FP8 KV, gpu-memory-utilization 0.90, max-model-len
@@ -24,16 +39,8 @@ ReplayPreset k3_b300_agentx() {
       "Kimi K3 on 8 x B300 (TP8, FP8 KV, vLLM 0.90) under the AgentX harness; GPU-only and host-DRAM "
       "(SimpleCPUOffloadConnector 236 GB per GPU) arms";
   p.trace = "synthetic:agentx";
+  set_k3_b300_vllm_agentx(p.setup);
   ReplaySetup& s = p.setup;
-  s.model = "kimi-k3";
-  s.hardware = "b300";
-  s.gpus = 8;
-  s.kv_dtype_bytes = 1;
-  s.mixed_batches = true;        // vLLM
-  s.reserve_full_prompt = true;  // vLLM >= 0.19 (the emulated vLLM cache gates admission the same way)
-  s.max_step_tokens = 8192;
-  s.harness = "agentx";
-  s.agentx = AgentxOptions{};
   s.concurrency = {4, 8, 16, 24};
   s.host_bytes = 1889e9 / 8;
   s.variants = {
@@ -65,16 +72,8 @@ ReplayPreset policy_k3_b300() {
       "with live outputs; anchors (vLLM interval:32768 and retention 0, SGLang consumed-state LRU, Marconi, "
       "every-block, prompt-end), the vLLM and SGLang caches emulated, and boundary-aware";
   p.trace = "synthetic:agentx";
+  set_k3_b300_vllm_agentx(p.setup);
   ReplaySetup& s = p.setup;
-  s.model = "kimi-k3";
-  s.hardware = "b300";
-  s.gpus = 8;
-  s.kv_dtype_bytes = 1;
-  s.mixed_batches = true;
-  s.reserve_full_prompt = true;
-  s.max_step_tokens = 8192;
-  s.harness = "agentx";
-  s.agentx = AgentxOptions{};
   s.agentx.cache_warmup_s = 300;
   s.agentx.profile_s = 1200;
   s.live_output = true;
