@@ -96,6 +96,28 @@ std::vector<std::string> labels_in_order(const std::vector<RunMetrics>& runs) {
 constexpr const char* kReportFileNames[] = {"replay.json",    "replay.csv",          "hit_rate.svg",
                                             "throughput.svg", "ttft_throughput.svg", "checkpoint_bytes.svg"};
 
+using ChartPoint = std::pair<double, double>;  // (x, y) in data units
+
+// One chart series per run label (labels in first-seen order): the runs `keep` accepts, as `point`
+// gives them, named label + suffix, each point captioned with its concurrency when `captioned`.
+template <class Keep, class Point>
+std::vector<ChartSeries> series_per_label(const std::vector<RunMetrics>& runs, const char* suffix, Keep keep,
+                                          Point point, bool captioned) {
+  std::vector<ChartSeries> out;
+  for (const auto& label : labels_in_order(runs)) {
+    ChartSeries s;
+    s.name = label;
+    s.name += suffix;
+    for (const auto& r : runs) {
+      if (r.label != label || !keep(r)) continue;
+      s.points.push_back(point(r));
+      if (captioned) s.point_labels.push_back(fmt::format("c={}", r.concurrency));
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string runs_json(const std::vector<RunMetrics>& runs) {
@@ -228,14 +250,12 @@ std::string hit_rate_plot_svg(const std::vector<RunMetrics>& runs) {
   chart.y_label = "hit rate";
   chart.x_log2 = true;
   chart.y_max = 1.0;
-  for (const auto& label : labels_in_order(runs)) {
-    ChartSeries s;
-    s.name = label + " realized";
-    for (const auto& r : runs)
-      if (r.label == label && r.concurrency > 0 && measured(r))
-        s.points.push_back({r.concurrency, r.realized_hit_rate});
-    chart.series.push_back(std::move(s));
-  }
+  chart.series = series_per_label(
+      runs, " realized", [](const RunMetrics& r) { return r.concurrency > 0 && measured(r); },
+      [](const RunMetrics& r) {
+        return ChartPoint{double(r.concurrency), r.realized_hit_rate};
+      },
+      false);
   ChartSeries theo;
   theo.name = "theoretical";
   std::set<int> seen;
@@ -252,16 +272,12 @@ std::string throughput_plot_svg(const std::vector<RunMetrics>& runs) {
   chart.title = "Throughput per GPU vs interactivity";
   chart.x_label = "interactivity (tok/s per user = 1/TPOT)";
   chart.y_label = "output tok/s per GPU";
-  for (const auto& label : labels_in_order(runs)) {
-    ChartSeries s;
-    s.name = label;
-    for (const auto& r : runs) {
-      if (r.label != label || !measured(r)) continue;
-      s.points.push_back({r.interactivity_tok_s, r.output_tok_s_per_gpu});
-      s.point_labels.push_back(fmt::format("c={}", r.concurrency));
-    }
-    chart.series.push_back(std::move(s));
-  }
+  chart.series = series_per_label(
+      runs, "", measured,
+      [](const RunMetrics& r) {
+        return ChartPoint{r.interactivity_tok_s, r.output_tok_s_per_gpu};
+      },
+      true);
   return render_svg(chart);
 }
 
@@ -270,16 +286,12 @@ std::string ttft_throughput_plot_svg(const std::vector<RunMetrics>& runs) {
   chart.title = "TTFT p50 vs output throughput per GPU (lower right is better)";
   chart.x_label = "output tok/s per GPU";
   chart.y_label = "TTFT p50 (s)";
-  for (const auto& label : labels_in_order(runs)) {
-    ChartSeries s;
-    s.name = label;
-    for (const auto& r : runs) {
-      if (r.label != label) continue;
-      s.points.push_back({r.output_tok_s_per_gpu, r.ttft_p50_s});
-      s.point_labels.push_back(fmt::format("c={}", r.concurrency));
-    }
-    chart.series.push_back(std::move(s));
-  }
+  chart.series = series_per_label(
+      runs, "", [](const RunMetrics&) { return true; },
+      [](const RunMetrics& r) {
+        return ChartPoint{r.output_tok_s_per_gpu, r.ttft_p50_s};
+      },
+      true);
   return render_svg(chart);
 }
 
@@ -289,14 +301,12 @@ std::string checkpoint_bytes_plot_svg(const std::vector<RunMetrics>& runs) {
   chart.x_label = "concurrency (lanes)";
   chart.y_label = "checkpoint bytes per hit token (per GPU)";
   chart.x_log2 = true;
-  for (const auto& label : labels_in_order(runs)) {
-    ChartSeries s;
-    s.name = label;
-    for (const auto& r : runs)
-      if (r.label == label && r.concurrency > 0)
-        s.points.push_back({r.concurrency, r.checkpoint_bytes_per_hit_token});
-    chart.series.push_back(std::move(s));
-  }
+  chart.series = series_per_label(
+      runs, "", [](const RunMetrics& r) { return r.concurrency > 0; },
+      [](const RunMetrics& r) {
+        return ChartPoint{double(r.concurrency), r.checkpoint_bytes_per_hit_token};
+      },
+      false);
   return render_svg(chart);
 }
 
