@@ -14,6 +14,7 @@
 #include "kernels/linear.h"
 #include "kernels/memory.h"
 #include "model/model_config.h"
+#include "moe_gemm_bench.h"
 
 namespace ds::bench {
 
@@ -94,12 +95,14 @@ double distinct_experts(int E, int k, int B) {
 
 DeviceModelOptions variant_options(const DeviceModelOptions& base, const std::string& v) {
   DeviceModelOptions o = base;
-  DS_CHECK(v == "host" || v == "device" || v == "graphs" || v == "graphs-cublas" || v == "absorbed",
-           "unknown variant '{}' (host, device, graphs, graphs-cublas, absorbed)", v);
+  DS_CHECK(v == "host" || v == "device" || v == "graphs" || v == "graphs-cublas" || v == "absorbed" ||
+               v == "per-expert",
+           "unknown variant '{}' (host, device, graphs, graphs-cublas, absorbed, per-expert)", v);
   o.device_moe = o.batched_heads = v != "host";
   o.dense_mla = v != "absorbed" && v != "host";
   o.few_row_gemv = v == "device" || v == "graphs" || v == "absorbed";
   o.decode_graphs = v == "graphs" || v == "graphs-cublas";
+  o.grouped_gemm = v != "per-expert";
   return o;
 }
 
@@ -266,6 +269,8 @@ void run_gpu_model_bench(const GpuBenchArgs& a) {
   const double rate = measure_gemm_rate(8192);
   fmt::print("device copy bandwidth {:.0f} GB/s (read + write), bf16 linear 8192^3 {:.0f} TFLOP/s\n",
              bw / 1e9, rate / 1e12);
+  if (!a.moe_gemm.empty()) run_moe_gemm_bench(cfg, a.moe_gemm);
+  if (a.skip_decode && a.skip_prefill) return;
   const double t0 = now_s();
   std::unique_ptr<DeviceModel> m = DeviceModel::random(cfg, opt, a.seed);
   synchronize(Device::Cuda);
@@ -293,12 +298,17 @@ void add_gpu_model_bench_options(CLI::App& cmd, GpuBenchArgs& a) {
   cmd.add_flag("--skip-prefill", a.skip_prefill, "Do not run the prefill points");
   cmd.add_option("--prefill-chunk", a.prefill_chunk, "Tokens per prefill step");
   cmd.add_option("--prefill-variants", a.prefill_variants,
-                 "Prefill variants: device (MLA through the tensor cores), absorbed (MLA on the CUDA cores)")
+                 "Prefill variants: device (MLA through the tensor cores), absorbed (MLA on the CUDA cores), "
+                 "per-expert (device with one cuBLASLt product per routed expert)")
       ->delimiter(',');
   cmd.add_option("--absorbed-max", a.absorbed_max, "Longest prefill of the absorbed variant (tokens)");
   cmd.add_option("--decode-steps", a.decode_steps, "Timed decode steps per point");
   cmd.add_option("--page-tokens", a.page_tokens, "Tokens per MLA latent page");
   cmd.add_option("--seed", a.seed, "Seed of the random weights");
+  cmd.add_option(
+         "--moe-gemm", a.moe_gemm,
+         "Token counts of a routed-experts-alone table (grouped GEMMs vs one cuBLASLt product per expert)")
+      ->delimiter(',');
   cmd.add_flag("--profile", a.profile,
                "Profiler capture range (e.g. ncu --profile-from-start off) around the last timed decode step "
                "of each point and the first prefill chunk");

@@ -28,7 +28,8 @@ struct GpuBenchArgs {
   std::vector<std::string> prefill_variants = {"device"};
   int absorbed_max = 8192;  // the absorbed variant's prefill is quadratic on the CUDA cores
   bool skip_decode = false, skip_prefill = false;
-  bool profile = false;  // profiler range around one decode step per point and the first prefill chunk
+  std::vector<int> moe_gemm;  // token counts of the routed-experts-alone table (empty: not run)
+  bool profile = false;       // profiler range around one decode step per point and the first prefill chunk
   int decode_steps = 16;
   int page_tokens = 64;
   uint64_t seed = 1;

@@ -6,6 +6,7 @@
 #include "kernels/elementwise.h"
 #include "kernels/gather.h"
 #include "kernels/moe.h"
+#include "kernels/moe_gemm.h"
 #include "kernels/norm.h"
 #include "layers/moe_router.h"
 
@@ -73,6 +74,16 @@ void moe_routed_on_device(const ForwardContext& ctx, const DeviceMoe& w, const T
   if (T <= kMoeGroupedMaxTokens) {
     DevMat h = ctx.mat(n_rows, w.grouped.I);
     moe_grouped_glu(x, w.grouped, g, h.view(), yg.view());
+  } else if (ctx.grouped_gemm && d == Device::Cuda && moe_gemm_supported(w.grouped)) {
+    // Two launches over every expert: x cast to bf16 once (T rows, read in place through row_token),
+    // the SiLU-GLU formed inside the first GEMM and written as bf16, the down product in f32.
+    const int64_t D = x.shape[1], I = w.grouped.I;
+    const Buffer xb(d, T * D * 2), hb(d, n_rows * I * 2);
+    const TensorView xbv = TensorView::matrix(xb.data(), DType::BF16, T, D, D, d);
+    const TensorView hbv = TensorView::matrix(hb.data(), DType::BF16, n_rows, I, I, d);
+    cast_rows(x, xbv);
+    moe_gemm_glu(xbv, w.grouped, g, hbv);
+    moe_gemm_down(hbv, w.grouped, g, yg.view());
   } else {
     const std::vector<int32_t> start = offsets.to_host<int32_t>();
     const int64_t D = x.shape[1];

@@ -303,6 +303,7 @@ ForwardContext DeviceModel::make_context(const DeviceStep& step, DevicePools& po
   ctx.batched_heads = opt_.batched_heads;
   ctx.few_row_gemv = opt_.few_row_gemv;
   ctx.dense_mla = opt_.dense_mla;
+  ctx.grouped_gemm = opt_.grouped_gemm;
   return ctx;
 }
 

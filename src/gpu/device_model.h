@@ -48,6 +48,10 @@ struct DeviceModelOptions {
   // attention per sequence through the tensor cores (mla_attention_dense) instead of the absorbed
   // kernel on the CUDA cores.
   bool dense_mla = true;
+  // bf16 on CUDA, MoE layers of more than kMoeGroupedMaxTokens tokens: the routed experts as two
+  // grouped GEMM launches over every expert (moe_gemm_glu, moe_gemm_down) instead of one cuBLASLt
+  // product per active expert and matrix after a host copy of the group offsets.
+  bool grouped_gemm = true;
   // Decode steps (one token per sequence, no checkpoints, last-row logits) recorded once per batch
   // size as a graph and replayed; needs device_moe on every MoE layer, else steps run eagerly.
   bool decode_graphs = false;

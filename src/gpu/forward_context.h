@@ -47,13 +47,14 @@ struct ForwardContext {
   bool device_moe = true;     // routing and grouping on the device (false: on the host, the reference)
   bool batched_heads = true;  // MLA's per-head projections as one batched product
   bool few_row_gemv = true;   // CUDA projections of one row through linear_few_rows
-  bool dense_mla = true;    // bf16 CUDA prefill: MLA attention through the tensor cores (mla_attention_dense)
-  int64_t T = 0;            // packed tokens
-  int N = 0;                // sequences
-  bool decode = false;      // every sequence brings one token
-  std::vector<int64_t> cu;  // host [N + 1]
-  std::vector<int32_t> live;                      // host [N] live slots
-  std::vector<int64_t> n_past;                    // host [N] tokens before the step
+  bool dense_mla = true;  // bf16 CUDA prefill: MLA attention through the tensor cores (mla_attention_dense)
+  bool grouped_gemm = true;     // bf16 CUDA, many tokens: routed experts through moe_gemm_glu / moe_gemm_down
+  int64_t T = 0;                // packed tokens
+  int N = 0;                    // sequences
+  bool decode = false;          // every sequence brings one token
+  std::vector<int64_t> cu;      // host [N + 1]
+  std::vector<int32_t> live;    // host [N] live slots
+  std::vector<int64_t> n_past;  // host [N] tokens before the step
   std::vector<int32_t> page_off;                  // host [N] first entry of each sequence in page_table
   std::vector<KdaCheckpointRequest> checkpoints;  // (seq, slot, tokens after the step's start), sorted
   Buffer ids, tok_seq, tok_pos, page_table, page_offset, live_dev;  // I32 on the device
@@ -85,8 +86,8 @@ struct ForwardContext {
 };
 
 // Up to this many tokens, the routed experts run as one grouped GLU (each active expert's weights
-// read once, no host round trip: a decode step can be a graph); above it, one cuBLASLt GLU per
-// active expert after one copy of the group offsets to the host.
+// read once, no host round trip: a decode step can be a graph); above it, the grouped GEMMs
+// (bf16 on CUDA) or one GLU per active expert after one copy of the group offsets to the host.
 constexpr int64_t kMoeGroupedMaxTokens = 128;
 
 // Layer bodies (device_kda.cpp, device_mla.cpp, device_ffn.cpp): normed input n f32 [T, D] -> y.

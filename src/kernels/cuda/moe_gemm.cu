@@ -1,0 +1,197 @@
+// The grouped expert GEMM of a prefill (kernels/moe_gemm.h): every active expert's product over its
+// grouped rows in one launch. A tile list (expert, first row) of 128-row tiles is built on the device
+// from the group offsets, so no host round trip; each CTA computes one 128-row tile against 128 weight
+// rows (glu: 64 gate + the same 64 up rows, so the SiLU-GLU is formed in registers and only the bf16
+// product is written).
+#include <cuda_bf16.h>
+
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/mma.cuh"
+#include "kernels/cuda/moe_gemm_launch.h"
+
+namespace ds::cuda {
+namespace {
+
+constexpr int kBM = int(kMoeGemmTileRows), kBN = 128, kBK = 32, kStages = 4, kThreads = 256;
+constexpr int kLds =
+    kBK + 8;  // bf16 per shared row: 80 bytes, so the 8 rows of an ldmatrix hit distinct banks
+constexpr size_t kSmemBytes = size_t(kStages) * (kBM + kBN) * kLds * 2;
+
+// tiles[0] = number of tiles; tile i: expert tiles[1 + 2i], first grouped row tiles[2 + 2i].
+__global__ void tile_list_kernel(const int32_t* __restrict__ off, int E, int32_t* __restrict__ tiles) {
+  extern __shared__ int32_t first[];  // [E + 1]: first tile of each expert
+  for (int e = threadIdx.x; e < E; e += blockDim.x) first[e + 1] = (off[e + 1] - off[e] + kBM - 1) / kBM;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    first[0] = 0;
+    for (int e = 0; e < E; ++e) first[e + 1] += first[e];
+    tiles[0] = first[E];
+  }
+  __syncthreads();
+  for (int e = threadIdx.x; e < E; e += blockDim.x)
+    for (int i = first[e]; i < first[e + 1]; ++i) {
+      tiles[1 + 2 * i] = e;
+      tiles[2 + 2 * i] = off[e] + (i - first[e]) * kBM;
+    }
+}
+
+__device__ __forceinline__ float silu(float x) {
+  return x / (1.0f + __expf(-x));
+}
+
+// 8 warps as 2 (rows) × 4 (columns), 64×32 outputs each: 4 m16 × 4 n8 mma tiles. glu: a warp's n8
+// tiles 0-1 are gate rows wn*16.. of the CTA's 64 and tiles 2-3 the up rows of the same columns.
+template <bool kGlu>
+__global__ void __launch_bounds__(kThreads, 2) moe_gemm_kernel(const MoeGemmLaunch l) {
+  const int tile = blockIdx.y;
+  if (tile >= l.tiles[0]) return;
+  const int e = l.tiles[1 + 2 * tile], m0 = l.tiles[2 + 2 * tile];
+  const int m_end = min(l.offsets[e + 1], m0 + kBM);
+  const int N = int(l.N), K = int(l.K), E = int(l.E);
+  const int n0 = blockIdx.x * (kGlu ? kBN / 2 : kBN);
+  extern __shared__ __align__(16) uint16_t smem[];
+  uint16_t* As = smem;                         // [kStages][kBM][kLds]
+  uint16_t* Bs = smem + kStages * kBM * kLds;  // [kStages][kBN][kLds]
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wm = warp >> 2, wn = warp & 3;
+
+  // Each thread copies two 16-byte chunks of A and two of B per stage: chunk c = tid + 256 i is row
+  // c / 4, columns (c % 4) * 8 .. + 8.
+  const uint16_t* a_src[2];
+  const uint16_t* b_src[2];
+  bool a_ok[2], b_ok[2];
+  int row_of[2], col_of[2];
+  const auto* gate = static_cast<const uint16_t*>(l.ptrs[l.b_first * E + e]);
+  const auto* up = kGlu ? static_cast<const uint16_t*>(l.ptrs[(l.b_first + 1) * E + e]) : gate;
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    const int c = tid + kThreads * i, r = c >> 2;
+    row_of[i] = r, col_of[i] = (c & 3) * 8;
+    const int gr = m0 + r;
+    a_ok[i] = gr < m_end;
+    const int64_t src_row = a_ok[i] ? (l.a_rows ? l.a_rows[gr] : gr) : 0;
+    a_src[i] = l.a + src_row * l.lda + col_of[i];
+    int wrow;
+    const uint16_t* w;
+    if (kGlu) {
+      wrow = n0 + (r & (kBN / 2 - 1)), w = r < kBN / 2 ? gate : up;
+    } else {
+      wrow = n0 + r, w = gate;
+    }
+    b_ok[i] = wrow < N;
+    b_src[i] = w + int64_t(b_ok[i] ? wrow : 0) * K + col_of[i];
+  }
+  auto load_stage = [&](int stage, int kt) {
+    const int k0 = kt * kBK;
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      const bool kin = k0 + col_of[i] < K;
+      uint16_t* ad = As + (stage * kBM + row_of[i]) * kLds + col_of[i];
+      uint16_t* bd = Bs + (stage * kBN + row_of[i]) * kLds + col_of[i];
+      cp_async16(ad, a_ok[i] && kin ? a_src[i] + k0 : l.a, a_ok[i] && kin);
+      cp_async16(bd, b_ok[i] && kin ? b_src[i] + k0 : gate, b_ok[i] && kin);
+    }
+  };
+
+  float acc[4][4][4];
+#pragma unroll
+  for (int mi = 0; mi < 4; ++mi)
+#pragma unroll
+    for (int ni = 0; ni < 4; ++ni)
+#pragma unroll
+      for (int j = 0; j < 4; ++j) acc[mi][ni][j] = 0.0f;
+
+  const int KT = (K + kBK - 1) / kBK;
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (s < KT) load_stage(s, s);
+    cp_async_commit();
+  }
+  // ldmatrix source rows of this lane: A (row lane % 16, column (lane / 16) * 8) of each m16 tile;
+  // B (n (lane / 16) * 8 + lane % 8, k ((lane / 8) % 2) * 8) of each pair of n8 tiles.
+  const int a_r = wm * 64 + (lane & 15), a_c = (lane >> 4) * 8;
+  const int b_n = (lane >> 4) * 8 + (lane & 7), b_k = ((lane >> 3) & 1) * 8;
+  for (int kt = 0; kt < KT; ++kt) {
+    cp_async_wait<kStages - 2>();
+    __syncthreads();
+    if (kt + kStages - 1 < KT) load_stage((kt + kStages - 1) % kStages, kt + kStages - 1);
+    cp_async_commit();
+    const uint16_t* as = As + (kt % kStages) * kBM * kLds;
+    const uint16_t* bs = Bs + (kt % kStages) * kBN * kLds;
+#pragma unroll
+    for (int kk = 0; kk < kBK; kk += 16) {
+      uint32_t af[4][4], bf[4][2];
+#pragma unroll
+      for (int mi = 0; mi < 4; ++mi) ldmatrix_x4(af[mi], as + (a_r + mi * 16) * kLds + kk + a_c);
+#pragma unroll
+      for (int p = 0; p < 2; ++p) {
+        const int rb = kGlu ? p * (kBN / 2) + wn * 16 : wn * 32 + p * 16;
+        uint32_t r[4];
+        ldmatrix_x4(r, bs + (rb + b_n) * kLds + kk + b_k);
+        bf[2 * p][0] = r[0], bf[2 * p][1] = r[1], bf[2 * p + 1][0] = r[2], bf[2 * p + 1][1] = r[3];
+      }
+#pragma unroll
+      for (int mi = 0; mi < 4; ++mi)
+#pragma unroll
+        for (int ni = 0; ni < 4; ++ni) mma_16816(acc[mi][ni], af[mi], bf[ni][0], bf[ni][1]);
+    }
+  }
+  cp_async_wait<0>();
+
+  const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+  for (int mi = 0; mi < 4; ++mi)
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int row = m0 + wm * 64 + mi * 16 + g + half * 8;
+      if (row >= m_end) continue;
+      if (kGlu) {
+        auto* out = static_cast<__nv_bfloat16*>(l.out) + int64_t(row) * l.ldo;
+#pragma unroll
+        for (int ni = 0; ni < 2; ++ni) {
+          const int col = n0 + wn * 16 + ni * 8 + 2 * t;
+          if (col >= N) continue;
+          const float* gv = acc[mi][ni] + 2 * half;
+          const float* uv = acc[mi][ni + 2] + 2 * half;
+          *reinterpret_cast<__nv_bfloat162*>(out + col) =
+              __floats2bfloat162_rn(silu(gv[0]) * uv[0], silu(gv[1]) * uv[1]);
+        }
+      } else {
+        float* out = static_cast<float*>(l.out) + int64_t(row) * l.ldo;
+#pragma unroll
+        for (int ni = 0; ni < 4; ++ni) {
+          const int col = n0 + wn * 32 + ni * 8 + 2 * t;
+          if (col >= N) continue;
+          const float* v = acc[mi][ni] + 2 * half;
+          *reinterpret_cast<float2*>(out + col) = make_float2(v[0], v[1]);
+        }
+      }
+    }
+}
+
+}  // namespace
+
+void launch_moe_gemm(const MoeGemmLaunch& l) {
+  require(l.K % 8 == 0 && l.N % 8 == 0 && l.lda % 8 == 0 && l.ldo % 2 == 0 && l.E <= 16384,
+          "moe_gemm (CUDA): K, N and the A stride must be multiples of 8, E <= 16384");
+  if (l.n_rows == 0) return;
+  tile_list_kernel<<<1, 256, size_t(l.E + 1) * 4>>>(l.offsets, int(l.E), l.tiles);
+  check_launch("moe gemm tile list kernel");
+  const int64_t max_tiles = moe_gemm_max_tiles(l.n_rows, l.E);
+  require(max_tiles <= 65535, "moe_gemm (CUDA): too many row tiles");
+  const int64_t bn = l.glu ? kBN / 2 : kBN;
+  const dim3 grid(unsigned((l.N + bn - 1) / bn), unsigned(max_tiles));
+  if (l.glu) {
+    check(cudaFuncSetAttribute(moe_gemm_kernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               int(kSmemBytes)),
+          "moe gemm smem attribute");
+    moe_gemm_kernel<true><<<grid, kThreads, kSmemBytes>>>(l);
+  } else {
+    check(cudaFuncSetAttribute(moe_gemm_kernel<false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               int(kSmemBytes)),
+          "moe gemm smem attribute");
+    moe_gemm_kernel<false><<<grid, kThreads, kSmemBytes>>>(l);
+  }
+  check_launch("moe gemm kernel");
+}
+
+}  // namespace ds::cuda

@@ -1,0 +1,119 @@
+#include "kernels/moe_gemm.h"
+
+#include <vector>
+
+#include "core/dtype.h"
+#include "kernels/activation.h"
+#include "kernels/dispatch.h"
+#include "kernels/memory.h"
+#ifdef DS_HAVE_CUDA
+#include "kernels/cuda/moe_gemm_launch.h"
+#endif
+
+namespace ds {
+namespace {
+
+void check_bf16_rows(const char* op, const char* what, const TensorView& v, int64_t rows, int64_t cols) {
+  DS_CHECK(v.dtype == DType::BF16, "{}: {} is {}, bf16 required", op, what, dtype_name(v.dtype));
+  TensorView as_f32 = v;
+  as_f32.dtype = DType::F32;
+  detail::check_rows(op, what, as_f32, rows, cols);
+}
+
+void check_common(const char* op, const GroupedExperts& w, const MoeGroups& g) {
+  DS_CHECK(moe_gemm_supported(w), "{}: experts must be BF16 with D ({}) and I ({}) multiples of 8", op, w.D,
+           w.I);
+  detail::check_flat(op, "offsets", g.offsets, w.E + 1, DType::I32);
+  detail::check_flat(op, "row_token", g.row_token, g.row_token.numel(), DType::I32);
+}
+
+const uint16_t* bf16_ptr(const TensorView& v) {
+  return static_cast<const uint16_t*>(v.data);
+}
+
+// ---- CPU references: plain loops over each expert's rows, f32 sums of bf16 products ------------
+
+// out[r, n] = Σ_c a[row(r), c] · W_e[n, c] for the rows r of expert e; a bf16, W bf16 [N, K].
+float dot_bf16(const uint16_t* a, const uint16_t* w, int64_t K) {
+  float s = 0.0f;
+  for (int64_t c = 0; c < K; ++c) s += bf16_to_f32(a[c]) * bf16_to_f32(w[c]);
+  return s;
+}
+
+void cpu_glu(const TensorView& x, const GroupedExperts& w, const MoeGroups& g, const TensorView& h) {
+  const auto* off = static_cast<const int32_t*>(g.offsets.data);
+  const auto* tok = static_cast<const int32_t*>(g.row_token.data);
+  for (int64_t e = 0; e < w.E; ++e) {
+    const auto* gate = static_cast<const uint16_t*>(w.ptrs[e]);
+    const auto* up = static_cast<const uint16_t*>(w.ptrs[w.E + e]);
+    for (int32_t r = off[e]; r < off[e + 1]; ++r) {
+      const uint16_t* xr = bf16_ptr(x) + int64_t(tok[r]) * x.stride[0];
+      uint16_t* hr = static_cast<uint16_t*>(h.data) + int64_t(r) * h.stride[0];
+      for (int64_t i = 0; i < w.I; ++i)
+        hr[i] = f32_to_bf16(siluf(dot_bf16(xr, gate + i * w.D, w.D)) * dot_bf16(xr, up + i * w.D, w.D));
+    }
+  }
+}
+
+void cpu_down(const TensorView& h, const GroupedExperts& w, const MoeGroups& g, const TensorView& y) {
+  const auto* off = static_cast<const int32_t*>(g.offsets.data);
+  for (int64_t e = 0; e < w.E; ++e) {
+    const auto* down = static_cast<const uint16_t*>(w.ptrs[2 * w.E + e]);
+    for (int32_t r = off[e]; r < off[e + 1]; ++r) {
+      const uint16_t* hr = bf16_ptr(h) + int64_t(r) * h.stride[0];
+      float* yr = static_cast<float*>(y.data) + int64_t(r) * y.stride[0];
+      for (int64_t d = 0; d < w.D; ++d) yr[d] = dot_bf16(hr, down + d * w.I, w.I);
+    }
+  }
+}
+
+#ifdef DS_HAVE_CUDA
+void launch(const TensorView& a, const int32_t* a_rows, const GroupedExperts& w, const MoeGroups& g, bool glu,
+            const TensorView& out) {
+  cuda::MoeGemmLaunch l;
+  const int64_t n = g.row_token.numel();
+  const Buffer tiles(w.device, (1 + 2 * cuda::moe_gemm_max_tiles(n, w.E)) * 4);
+  l.a = bf16_ptr(a), l.lda = a.stride[0], l.a_rows = a_rows;
+  l.ptrs = w.ptrs, l.b_first = glu ? 0 : 2, l.E = w.E;
+  l.N = glu ? w.I : w.D, l.K = glu ? w.D : w.I, l.glu = glu;
+  l.offsets = static_cast<const int32_t*>(g.offsets.data), l.n_rows = n;
+  l.tiles = tiles.as<int32_t>(), l.out = out.data, l.ldo = out.stride[0];
+  cuda::launch_moe_gemm(l);
+}
+#endif
+
+}  // namespace
+
+bool moe_gemm_supported(const GroupedExperts& w) {
+  return w.ptrs != nullptr && w.E >= 1 && w.dtype == DType::BF16 && w.D % 8 == 0 && w.I % 8 == 0;
+}
+
+void moe_gemm_glu(const TensorView& x, const GroupedExperts& w, const MoeGroups& g, const TensorView& h) {
+  check_common("moe_gemm_glu", w, g);
+  const int64_t n = g.row_token.numel();
+  check_bf16_rows("moe_gemm_glu", "x", x, x.ndim == 2 ? x.shape[0] : -1, w.D);
+  check_bf16_rows("moe_gemm_glu", "h", h, n, w.I);
+  check_same_device("moe_gemm_glu", w.device, {&x, &h, &g.offsets, &g.row_token});
+  if (n == 0) return;
+  if (w.device == Device::Cpu) return cpu_glu(x, w, g, h);
+#ifdef DS_HAVE_CUDA
+  return launch(x, static_cast<const int32_t*>(g.row_token.data), w, g, true, h);
+#endif
+  detail::no_backend("moe_gemm_glu", w.device);
+}
+
+void moe_gemm_down(const TensorView& h, const GroupedExperts& w, const MoeGroups& g, const TensorView& y) {
+  check_common("moe_gemm_down", w, g);
+  const int64_t n = g.row_token.numel();
+  check_bf16_rows("moe_gemm_down", "h", h, n, w.I);
+  detail::check_rows("moe_gemm_down", "y", y, n, w.D);
+  check_same_device("moe_gemm_down", w.device, {&h, &y, &g.offsets});
+  if (n == 0) return;
+  if (w.device == Device::Cpu) return cpu_down(h, w, g, y);
+#ifdef DS_HAVE_CUDA
+  return launch(h, nullptr, w, g, false, y);
+#endif
+  detail::no_backend("moe_gemm_down", w.device);
+}
+
+}  // namespace ds
