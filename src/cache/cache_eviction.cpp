@@ -249,8 +249,12 @@ bool HybridCache::Impl::evict_one(int tier) {
       }
     }
     // A superseded checkpoint next: every prompt that follows its path restores from a deeper one.
-    if (eviction->drops_superseded_checkpoints() && decode_end_hits > 0 &&
-        decode_end_hits >= prompt_end_hits) {
+    // Under overload always (a held path keeps only its deepest state: each superseded one costs
+    // as much as thousands of KV tokens of another path); otherwise only while more hits restore
+    // from decode-end states than from prompt ends (a fork between two prompt ends restores from
+    // the shallower one).
+    if (eviction->drops_superseded_checkpoints() &&
+        (overloaded() || (decode_end_hits > 0 && decode_end_hits >= prompt_end_hits))) {
       EvictionQueue& q = superseded_queue[tier];
       while (!q.empty() && !superseded_valid(tier, q.top())) q.pop();
       if (!q.empty()) {

@@ -14,12 +14,12 @@
 //   boundary-aware            KV leaves past their path's deepest checkpoint (stranded: no hit can
 //                             end there) first, dropped even with a host tier; then superseded
 //                             checkpoints alone (a deeper checkpoint on the same unforked path serves
-//                             every prompt that follows it; only while more hits restore from
-//                             decode-end states than from prompt ends), oldest first; then KV leaves
-//                             by last use, FLOP-per-byte value as the tie-break. Held paths: a
-//                             released sequence's whole path joins a held set while held bytes stay
-//                             under half the device budget (a sequence restored from a held path
-//                             keeps it; over the share, that member leaves). While the cache is
+//                             every prompt that follows it; while overloaded, or while more hits
+//                             restore from decode-end states than from prompt ends), oldest first;
+//                             then KV leaves by last use, FLOP-per-byte value as the tie-break. Held
+//                             paths: a released sequence's whole path joins a held set while held
+//                             bytes stay under 70 % of the device budget (a sequence restored from a held
+//                             path keeps it; over the share, that member leaves). While the cache is
 //                             overloaded — more than half of the recently evicted path ends were
 //                             inside the reuse horizon (ReuseMonitor): they would have been reused —
 //                             held leaves leave after all others, and never to make room for a new

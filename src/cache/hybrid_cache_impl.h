@@ -82,7 +82,7 @@ struct HybridCache::Impl {
   std::array<int64_t, kMaxTiers> reclaimable{};
   // Held paths (holds_paths): unlocked device bytes on held nodes, not reclaimable while
   // admission_mode is set (room for a new request's prompt while other requests run).
-  static constexpr double kHeldShare = 0.5;  // at most this share of the device budget is held
+  static constexpr double kHeldShare = 0.7;  // at most this share of the device budget is held
   int64_t reclaimable_held = 0;
   bool admission_mode = false;
   // Running mean (over ~32 evictions) of the share of evicted path ends still inside the reuse

@@ -47,10 +47,12 @@ void OfflineBound::note_capacity(double t_s) {
     steps_.push_back({t_, pages});
 }
 
-void OfflineBound::admit(int64_t id, std::vector<uint64_t> prompt_keys, bool measured, double t_s) {
+void OfflineBound::admit(int64_t id, std::vector<uint64_t> prompt_keys, bool measured, double t_s,
+                         std::vector<int32_t> prompt_tail) {
   if (running_.count(id)) return;
   Running r;
   r.keys = std::move(prompt_keys);
+  r.tail = std::move(prompt_tail);
   for (uint64_t k : r.keys) {
     auto it = pages_.find(k);
     if (it == pages_.end()) break;  // never computed: neither it nor any deeper page can hit
@@ -72,6 +74,28 @@ void OfflineBound::prefill_done(int64_t id, double t_s) {
   it->second.prefilled = true;
   for (uint64_t k : it->second.keys)
     if (pages_[k].computed_holders++ == 0) ++distinct_computed_;
+  note_capacity(t_s);
+}
+
+// Decoded pages: token i's KV exists once token i + 1 is sampled (the step that sampled it ran
+// the model over token i). A completed page is held by the request until it finishes, so it is
+// running memory no policy can give to the cache; a page another running request already holds
+// (same key) is counted once.
+void OfflineBound::sampled(int64_t id, int32_t token, double t_s) {
+  auto it = running_.find(id);
+  if (it == running_.end()) return;
+  Running& r = it->second;
+  if (r.last_sampled >= 0) r.tail.push_back(r.last_sampled);
+  r.last_sampled = token;
+  if (int64_t(r.tail.size()) < page_tokens_) return;
+  const uint64_t parent = r.keys.empty() ? kRootPageKey : r.keys.back();
+  const uint64_t k =
+      chain_key(parent, hash_page(std::span<const int32_t>(r.tail).first(size_t(page_tokens_))));
+  r.tail.erase(r.tail.begin(), r.tail.begin() + page_tokens_);
+  r.keys.push_back(k);
+  Page& p = pages_[k];
+  ++p.holders;
+  if (r.prefilled && p.computed_holders++ == 0) ++distinct_computed_;
   note_capacity(t_s);
 }
 

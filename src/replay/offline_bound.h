@@ -7,14 +7,16 @@
 //    so the cache alone kept it resident over the whole interval [f, a_r] (once dropped, a page
 //    comes back only by being recomputed by a request);
 //  - at every time t, cache-held pages + the distinct pages of running requests whose prefill is
-//    done (from admission when the scheduler reserves whole prompts) + one live state per running
-//    request fit in the budget B (device + host tiers), so at
+//    done (from admission when the scheduler reserves whole prompts) and the pages their decoded
+//    tokens completed (from the step that sampled the token after the page: its last token's KV
+//    exists then) + one live state per running request fit in the budget B (device + host tiers), so at
 //    most c(t) = (B - running(t)) / page_bytes pages' worth of those intervals are resident at t;
 //  - any policy's measured hits are therefore a set of intervals whose overlap at every t is at
 //    most c(t). Maximising their number over ALL such sets (fractionally: x_i in [0, 1]), dropping
 //    the constraints a real cache also has (pages of one hit form a prefix, a checkpoint must sit at
 //    its end and costs bytes, entries are whole pages of the engine's size, warm-up requests compete
-//    for the same memory, running requests hold pages while they prefill and decode), is an
+//    for the same memory, a running request's partial last page and, without whole-prompt
+//    reservation, the pages of a prompt still being prefilled), is an
 //    interval-packing LP with unit sizes. Belady's rule solves it exactly: sweep time, and whenever
 //    the intervals in the cache exceed c(t) drop (fractionally) those whose reuse lies furthest
 //    ahead; an exchange argument shows no other choice keeps more (the dropped interval's remaining
@@ -49,8 +51,13 @@ class OfflineBound {
 
   // Events, in non-decreasing time. `id` is any key unique among running requests; a second
   // admission of a running id (re-admission after preemption) is ignored.
-  void admit(int64_t id, std::vector<uint64_t> prompt_keys, bool measured, double t_s);
-  void prefill_done(int64_t id, double t_s);                             // first token
+  // prompt_tail: the prompt's tokens past its last key's page (decoded tokens extend them).
+  void admit(int64_t id, std::vector<uint64_t> prompt_keys, bool measured, double t_s,
+             std::vector<int32_t> prompt_tail = {});
+  void prefill_done(int64_t id, double t_s);  // first token
+  // A token sampled for running request `id`: the previously sampled one has its KV now, and a page
+  // it completes is held by the request from t_s on (its pages count as running, like the prompt's).
+  void sampled(int64_t id, int32_t token, double t_s);
   void finish(int64_t id, std::span<const int32_t> tokens, double t_s);  // prompt + decoded
 
   // The bound for the admissions so far (up to `end_s`): hit tokens of measured requests. O(n log n)
@@ -64,8 +71,10 @@ class OfflineBound {
     double last_release_s = -1;    // last finish of a holder; < 0: never released
   };
   struct Running {
-    std::vector<uint64_t> keys;  // prompt page keys registered at admission
+    std::vector<uint64_t> keys;  // page keys it holds: the prompt's from admission, decoded ones after
     bool prefilled = false;
+    std::vector<int32_t> tail;  // computed tokens past keys.back()'s page
+    int32_t last_sampled = -1;  // sampled, KV not yet computed (-1: none)
   };
 
   struct Interval {

@@ -23,6 +23,7 @@ namespace {
 struct InFlight {
   ReplaySend send;                   // without its tokens (they went into the request)
   std::vector<uint64_t> bound_keys;  // the prompt's page keys for the offline bound (until admitted)
+  std::vector<int32_t> bound_tail;   // the prompt's tokens past those pages (decoded pages extend them)
   bool warmup = false;
   double send_s = 0;
   double first_token_s = -1;
@@ -113,13 +114,16 @@ void ReplayRun::send(ReplaySend r) {
   }
   const bool warmup = r.warmup;
   const int64_t oracle = r.oracle_hit_tokens;
-  in_flight_.emplace(req.id,
-                     InFlight{.send = std::move(r),
-                              .bound_keys = OfflineBound::page_keys(req.tokens, kBoundPageTokens, true),
-                              .warmup = warmup,
-                              .send_s = engine_.now_s(),
-                              .first_token_s = -1,
-                              .oracle_hit_tokens = oracle});
+  std::vector<uint64_t> keys = OfflineBound::page_keys(req.tokens, kBoundPageTokens, true);
+  std::vector<int32_t> tail(req.tokens.begin() + static_cast<std::ptrdiff_t>(keys.size()) * kBoundPageTokens,
+                            req.tokens.end());
+  in_flight_.emplace(req.id, InFlight{.send = std::move(r),
+                                      .bound_keys = std::move(keys),
+                                      .bound_tail = std::move(tail),
+                                      .warmup = warmup,
+                                      .send_s = engine_.now_s(),
+                                      .first_token_s = -1,
+                                      .oracle_hit_tokens = oracle});
   engine_.add(std::move(req));
 }
 
@@ -131,13 +135,16 @@ void ReplayRun::handle(EngineEvents& events) {
   const double now = events.now_s;
   for (RequestId id : events.admitted) {
     InFlight& info = in_flight_.at(id);  // (the bound ignores re-admissions after a preemption)
-    bound_.admit(id, std::move(info.bound_keys), !info.warmup, now - events.step_s);
+    bound_.admit(id, std::move(info.bound_keys), !info.warmup, now - events.step_s,
+                 std::move(info.bound_tail));
     info.bound_keys.clear();
+    info.bound_tail.clear();
   }
   for (RequestId id : events.first_token) {
     in_flight_.at(id).first_token_s = now;
     bound_.prefill_done(id, now);
   }
+  for (const SampledToken& t : events.tokens) bound_.sampled(t.request_id, t.token, now);
   for (Request& req : events.rejected) {
     bound_.finish(req.id, {}, now);
     InFlight info = in_flight_.at(req.id);

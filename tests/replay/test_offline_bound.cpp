@@ -51,6 +51,27 @@ TEST(OfflineBound, BeladyKeepsTheSoonerReuse) {
   EXPECT_DOUBLE_EQ(bound(8.0), 8.0);  // two pages of room: both
 }
 
+// Decoded pages are running memory: request 2 (prompt of 5 tokens, one page keyed) decodes up to 8
+// tokens while request 1's 3 pages wait over [2, 12] for request 3. A decoded page counts from the
+// moment the token after it is sampled (its last token's KV exists then), until the request finishes.
+TEST(OfflineBound, DecodedPagesAreRunningMemory) {
+  const auto p1 = tokens(13), p2 = tokens(5, 100);
+  auto bound = [&](int n_sampled) {
+    OfflineBound b(4, 5 * 4.0, 4.0, 0.0);  // room for 5 pages
+    b.admit(1, OfflineBound::page_keys(p1, 4, true), false, 0);
+    b.finish(1, p1, 2);
+    b.admit(2, OfflineBound::page_keys(p2, 4, true), false, 3, {p2.begin() + 4, p2.end()});
+    b.prefill_done(2, 3);
+    for (int i = 0; i < n_sampled; ++i) b.sampled(2, 200 + i, 4);
+    b.admit(3, OfflineBound::page_keys(p1, 4, true), true, 12);
+    return b.bound_hit_tokens(12);
+  };
+  EXPECT_DOUBLE_EQ(bound(0), 12.0);  // 1 running page: the 3 reused pages fit over [2, 12]
+  EXPECT_DOUBLE_EQ(bound(3), 12.0);  // tail: 1 prompt token + 2 computed decoded ones, no page yet
+  EXPECT_DOUBLE_EQ(bound(4), 12.0);  // one decoded page: 2 running, the 3 still fit
+  EXPECT_DOUBLE_EQ(bound(8), 8.0);   // two decoded pages: 3 running, room for 2 of the 3 from t = 4
+}
+
 TEST(OfflineBound, APageHeldByARunningRequestIsFree) {
   OfflineBound b(4, 0.0, 4.0, 0.0);  // no room at all for the cache
   const auto p = tokens(12);
