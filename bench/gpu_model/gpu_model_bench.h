@@ -8,7 +8,10 @@
 //   graphs         the same, each decode step replayed as a CUDA graph,
 //   graphs-cublas  graphs with the dense projections through cuBLASLt instead of the GEMV,
 //   absorbed       device, with prefill MLA attention in the absorbed form on the CUDA cores (the
-//                  default prefill takes it through the tensor cores: mla_attention_dense).
+//                  default prefill takes it through the tensor cores: mla_attention_dense),
+//   per-expert     device, with the prefill's routed experts as one cuBLASLt product per active
+//                  expert and matrix (the default takes the grouped GEMMs: moe_gemm_glu / _down).
+// The prefill table starts after one untimed chunk.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -27,6 +30,7 @@ struct GpuBenchArgs {
   int prefill_chunk = 8192;
   std::vector<std::string> prefill_variants = {"device"};
   int absorbed_max = 8192;  // the absorbed variant's prefill is quadratic on the CUDA cores
+  int per_expert_max = 32768;
   bool skip_decode = false, skip_prefill = false;
   std::vector<int> moe_gemm;  // token counts of the routed-experts-alone table (empty: not run)
   bool profile = false;       // profiler range around one decode step per point and the first prefill chunk

@@ -1,6 +1,7 @@
 // Kernels of the tensor-core MLA prefill (mla_dense.cpp): the latents of one sequence gathered from
 // their pages as bf16 K = [c ; k_pe] rows and Vt = cᵀ, the queries packed per head as bf16
-// [q̂ ; q_pe] rows, and the causal softmax of one block of score rows (f32 in, bf16 probabilities out).
+// [q̂ ; q_pe] rows, and the causal softmax of one block of score rows (f32 in, bf16 probabilities out;
+// rows of up to 32k columns held in registers, so that the scores are read once).
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -90,6 +91,74 @@ __global__ void __launch_bounds__(256) softmax_kernel(MlaDenseSoftmax s) {
     p[c] = __float2bfloat16(c < n ? exp2f(x[c] * k2 - m) * inv : 0.0f);
 }
 
+// The same softmax with the row kept in registers (rows of at most kThreads·kPer columns): S is read
+// once instead of twice. Each thread owns columns 4·(tid + kThreads·i) .. + 4, loaded as float4.
+template <int kThreads, int kPer>
+__global__ void __launch_bounds__(kThreads) softmax_regs_kernel(MlaDenseSoftmax s) {
+  constexpr int kVec = kPer / 4, kWarps = kThreads / 32;
+  __shared__ float red[kWarps];
+  const int64_t row = int64_t(blockIdx.y) * s.rows + blockIdx.x;
+  const float* x = s.S + row * s.ld;
+  __nv_bfloat16* p = s.P + row * s.ld;
+  const int64_t n = s.pos0 + blockIdx.x + 1;  // keys 0 .. pos0 + r
+  const float k2 = s.scale * 1.4426950408889634f;
+  float v[kVec][4];
+  float m = -FLT_MAX;
+#pragma unroll
+  for (int i = 0; i < kVec; ++i) {
+    const int64_t c = 4 * (threadIdx.x + int64_t(kThreads) * i);
+    float4 q = make_float4(-FLT_MAX, -FLT_MAX, -FLT_MAX, -FLT_MAX);
+    if (c + 3 < n) {
+      q = *reinterpret_cast<const float4*>(x + c);
+      q.x *= k2, q.y *= k2, q.z *= k2, q.w *= k2;
+    } else if (c < n) {
+      q.x = x[c] * k2;
+      if (c + 1 < n) q.y = x[c + 1] * k2;
+      if (c + 2 < n) q.z = x[c + 2] * k2;
+    }
+    v[i][0] = q.x, v[i][1] = q.y, v[i][2] = q.z, v[i][3] = q.w;
+    m = fmaxf(m, fmaxf(fmaxf(q.x, q.y), fmaxf(q.z, q.w)));
+  }
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+#pragma unroll
+  for (int o = 16; o > 0; o /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+  if (lane == 0) red[warp] = m;
+  __syncthreads();
+  m = red[0];
+#pragma unroll
+  for (int w = 1; w < kWarps; ++w) m = fmaxf(m, red[w]);
+  float l = 0.0f;
+#pragma unroll
+  for (int i = 0; i < kVec; ++i)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      v[i][j] = v[i][j] == -FLT_MAX ? 0.0f : exp2f(v[i][j] - m);
+      l += v[i][j];
+    }
+#pragma unroll
+  for (int o = 16; o > 0; o /= 2) l += __shfl_xor_sync(0xffffffffu, l, o);
+  __syncthreads();  // every thread has read red[] as maxima
+  if (lane == 0) red[warp] = l;
+  __syncthreads();
+  l = 0.0f;
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) l += red[w];
+  const float inv = 1.0f / l;
+#pragma unroll
+  for (int i = 0; i < kVec; ++i) {
+    const int64_t c = 4 * (threadIdx.x + int64_t(kThreads) * i);
+    if (c + 3 < s.cols) {
+      const __nv_bfloat162 lo = __floats2bfloat162_rn(v[i][0] * inv, v[i][1] * inv);
+      const __nv_bfloat162 hi = __floats2bfloat162_rn(v[i][2] * inv, v[i][3] * inv);
+      uint2 u;
+      u.x = *reinterpret_cast<const uint32_t*>(&lo), u.y = *reinterpret_cast<const uint32_t*>(&hi);
+      *reinterpret_cast<uint2*>(p + c) = u;
+    } else {
+      for (int j = 0; j < 4 && c + j < s.cols; ++j) p[c + j] = __float2bfloat16(v[i][j] * inv);
+    }
+  }
+}
+
 }  // namespace
 
 void launch_mla_dense_gather(const MlaDenseGather& g) {
@@ -106,7 +175,18 @@ void launch_mla_dense_pack_q(const MlaDenseQ& q) {
 }
 
 void launch_mla_dense_softmax(const MlaDenseSoftmax& s, int heads) {
-  softmax_kernel<<<dim3(unsigned(s.rows), unsigned(heads)), 256>>>(s);
+  const dim3 grid(unsigned(s.rows), unsigned(heads));
+  // Rows that fit in registers (16-byte aligned rows): one read of S. Longer rows: two passes.
+  const bool vec = s.ld % 4 == 0 && reinterpret_cast<uintptr_t>(s.S) % 16 == 0 &&
+                   reinterpret_cast<uintptr_t>(s.P) % 8 == 0;
+  if (vec && s.cols <= 256 * 16)
+    softmax_regs_kernel<256, 16><<<grid, 256>>>(s);
+  else if (vec && s.cols <= 512 * 32)
+    softmax_regs_kernel<512, 32><<<grid, 512>>>(s);
+  else if (vec && s.cols <= 1024 * 32)
+    softmax_regs_kernel<1024, 32><<<grid, 1024>>>(s);
+  else
+    softmax_kernel<<<grid, 256>>>(s);
   check_launch("mla dense softmax kernel");
 }
 

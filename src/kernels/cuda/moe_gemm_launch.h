@@ -27,7 +27,7 @@ struct MoeGemmLaunch {
   int64_t ldo;
 };
 // One tile-list kernel (expert and first row of every 128-row tile), then one GEMM launch over the
-// tiles: bf16 mma.sync m16n8k16 with f32 accumulators, 128×128×32 CTA tiles, 4-stage cp.async.
+// tiles: bf16 mma.sync m16n8k16 with f32 accumulators, 128×128 CTA tiles in k steps of 64, 3-stage cp.async.
 void launch_moe_gemm(const MoeGemmLaunch& l);
 
 }  // namespace ds::cuda

@@ -201,33 +201,55 @@ TEST_F(ModelOpsCuda, MlaAttentionKimiShapeSplitContext) {
   }
 }
 
+// One sequence's chunk of T tokens after p0 cached ones through mla_attention_dense on both devices
+// (Kimi's R = 512, dr = 64, dq = 192; H heads; the sequence's pages from entry page_off of the table),
+// the CUDA result against the CPU's f32 absorbed attention.
+void check_dense_chunk(const Twin& pool, int64_t n_pages, const Twin& tab, const Twin& offset,
+                       int64_t page_off, int64_t H, int64_t p0, int64_t T, int64_t scratch, uint32_t seed,
+                       const char* what) {
+  const int64_t P = 16, R = 512, dr = 64, dq = 192;
+  std::vector<int32_t> seq_h, pos_h;
+  for (int64_t t = 0; t < T; ++t) seq_h.push_back(0), pos_h.push_back(int32_t(p0 + t));
+  const Twin seq = Twin::of(seq_h, DType::I32, T, 1), pos = Twin::of(pos_h, DType::I32, T, 1);
+  const Twin qhat = Twin::randn(T, H * R, seed, 0.3f), q = Twin::randn(T, H * dq, seed + 1, 0.3f);
+  Twin ctx = Twin::randn(T, H * R, seed + 2);
+  for (Device d : {Device::Cpu, Device::Cuda}) {
+    const MlaPagedLatents p = paged_latents(d, pool, n_pages, P, R, dr, tab, offset, seq, pos);
+    const MlaAttentionArgs a = attention_args(d, H, qhat, q, dq, dr, ctx);
+    mla_attention_dense(p, a, page_off, p0, scratch);
+  }
+  expect_same(ctx, 1e-2, what);
+}
+
 // The tensor-core prefill (bf16 operands) against the CPU's f32 absorbed attention, Kimi shape:
 // a chunk after a cached prefix that crosses a query row block, with a scratch so small that every
 // head is its own product, and a chunk from position 0 with all heads in one product. The
 // sequence's pages start at entry 5 of the table (another sequence's pages first).
 TEST_F(ModelOpsCuda, MlaAttentionDenseMatchesCpu) {
-  const int64_t P = 16, R = 512, dr = 64, H = 32, dq = 192, n_pages = 90;
-  Twin pool = Twin::randn(n_pages * P, R + dr, 40);
+  const int64_t n_pages = 90;
+  const Twin pool = Twin::randn(n_pages * 16, 512 + 64, 40);
   std::vector<int32_t> table = {1, 2, 3, 4, 5};
   for (int32_t p = 0; p < 80; ++p) table.push_back((p * 37 + 11) % n_pages);
   const Twin tab = Twin::of(table, DType::I32, int64_t(table.size()), 1);
   const Twin offset = Twin::of(std::vector<int32_t>{5}, DType::I32, 1, 1);
-  struct Case {
-    int64_t p0, T, scratch;
-  };
-  for (const Case c : {Case{150, 1100, int64_t(4) << 20}, Case{0, 300, int64_t(1) << 30}}) {
-    std::vector<int32_t> seq_h, pos_h;
-    for (int64_t t = 0; t < c.T; ++t) seq_h.push_back(0), pos_h.push_back(int32_t(c.p0 + t));
-    const Twin seq = Twin::of(seq_h, DType::I32, c.T, 1), pos = Twin::of(pos_h, DType::I32, c.T, 1);
-    const Twin qhat = Twin::randn(c.T, H * R, 41, 0.3f), q = Twin::randn(c.T, H * dq, 42, 0.3f);
-    Twin ctx = Twin::randn(c.T, H * R, 43);
-    for (Device d : {Device::Cpu, Device::Cuda}) {
-      const MlaPagedLatents p = paged_latents(d, pool, n_pages, P, R, dr, tab, offset, seq, pos);
-      const MlaAttentionArgs a = attention_args(d, H, qhat, q, dq, dr, ctx);
-      mla_attention_dense(p, a, 5, c.p0, c.scratch);
-    }
-    expect_same(ctx, 1e-2, c.p0 > 0 ? "mla_attention_dense after 150" : "mla_attention_dense from 0");
-  }
+  check_dense_chunk(pool, n_pages, tab, offset, 5, 32, 150, 1100, int64_t(4) << 20, 41,
+                    "mla_attention_dense after 150");
+  check_dense_chunk(pool, n_pages, tab, offset, 5, 32, 0, 300, int64_t(1) << 30, 41,
+                    "mla_attention_dense from 0");
+}
+
+// Chunks after long cached prefixes (4 heads, a few rows): score rows of 9k, 20k and 33k columns, so
+// the softmax runs once per register-resident width (512 x 32, 1024 x 32) and once in two passes.
+TEST_F(ModelOpsCuda, MlaAttentionDenseLongPrefixMatchesCpu) {
+  const int64_t n_pages = 2100;
+  const Twin pool = Twin::randn(n_pages * 16, 512 + 64, 50);
+  std::vector<int32_t> table;
+  for (int32_t p = 0; p < n_pages; ++p) table.push_back((p * 37 + 11) % n_pages);
+  const Twin tab = Twin::of(table, DType::I32, int64_t(table.size()), 1);
+  const Twin offset = Twin::of(std::vector<int32_t>{0}, DType::I32, 1, 1);
+  for (const int64_t p0 : {9000, 20000, 33000})
+    check_dense_chunk(pool, n_pages, tab, offset, 0, 4, p0, 20, int64_t(2) << 30, 51,
+                      "mla_attention_dense after a long prefix");
 }
 
 TEST_F(ModelOpsCuda, AttnResMixAndTwoPhase) {
