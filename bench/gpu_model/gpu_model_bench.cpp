@@ -95,16 +95,23 @@ double distinct_experts(int E, int k, int B) {
   return double(E) * (1.0 - std::pow(1.0 - double(k) / E, B));
 }
 
+// graphs-grouped: graphs with the grouped expert GLU at every batch (no token-major MoE);
+// graphs-rows8: graphs with the GEMV and the token-major MoE up to 8 rows.
 DeviceModelOptions variant_options(const DeviceModelOptions& base, const std::string& v) {
   DeviceModelOptions o = base;
-  DS_CHECK(v == "host" || v == "device" || v == "graphs" || v == "graphs-cublas" || v == "absorbed" ||
-               v == "per-expert",
-           "unknown variant '{}' (host, device, graphs, graphs-cublas, absorbed, per-expert)", v);
+  DS_CHECK(
+      v == "host" || v == "device" || v == "graphs" || v == "graphs-cublas" || v == "graphs-grouped" ||
+          v == "graphs-rows8" || v == "absorbed" || v == "per-expert",
+      "unknown variant '{}' (host, device, graphs, graphs-cublas, graphs-grouped, graphs-rows8, absorbed, "
+      "per-expert)",
+      v);
   o.device_moe = o.batched_heads = v != "host";
   o.dense_mla = v != "absorbed" && v != "host";
-  o.few_row_gemv = v == "device" || v == "graphs" || v == "absorbed";
-  o.decode_graphs = v == "graphs" || v == "graphs-cublas";
+  o.few_row_gemv = v != "host" && v != "graphs-cublas";
+  o.decode_graphs = v.rfind("graphs", 0) == 0;
   o.grouped_gemm = v != "per-expert";
+  if (v == "graphs-grouped" || v == "host") o.token_moe_max_tokens = 0;
+  if (v == "graphs-rows8") o.gemv_max_rows = o.token_moe_max_tokens = 8;
   return o;
 }
 
@@ -283,6 +290,7 @@ void run_gpu_model_bench(const GpuBenchArgs& a) {
   fmt::print("device copy bandwidth {:.0f} GB/s (read + write), bf16 linear 8192^3 {:.0f} TFLOP/s\n",
              bw / 1e9, rate / 1e12);
   if (!a.moe_gemm.empty()) run_moe_gemm_bench(cfg, a.moe_gemm);
+  if (a.kernels) run_kernel_bench(bw);
   if (a.skip_decode && a.skip_prefill) return;
   const double t0 = now_s();
   std::unique_ptr<DeviceModel> m = DeviceModel::random(cfg, opt, a.seed);
@@ -304,7 +312,8 @@ void add_gpu_model_bench_options(CLI::App& cmd, GpuBenchArgs& a) {
   cmd.add_option("--batch", a.batches, "Decode batch sizes")->delimiter(',');
   cmd.add_option("--context", a.contexts, "Decode context lengths (tokens already in each sequence)")
       ->delimiter(',');
-  cmd.add_option("--variants", a.variants, "Decode variants: host, device, graphs, graphs-cublas")
+  cmd.add_option("--variants", a.variants,
+                 "Decode variants: host, device, graphs, graphs-cublas, graphs-grouped, graphs-rows8")
       ->delimiter(',');
   cmd.add_option("--prefill", a.prefill, "Prefill lengths (tokens)")->delimiter(',');
   cmd.add_flag("--skip-decode", a.skip_decode, "Do not run the decode points");
@@ -323,6 +332,8 @@ void add_gpu_model_bench_options(CLI::App& cmd, GpuBenchArgs& a) {
          "--moe-gemm", a.moe_gemm,
          "Token counts of a routed-experts-alone table (grouped GEMMs vs one cuBLASLt product per expert)")
       ->delimiter(',');
+  cmd.add_flag("--kernels", a.kernels,
+               "First time the weight-streaming kernels alone against the copy bandwidth");
   cmd.add_flag("--profile", a.profile,
                "Profiler capture range (e.g. ncu --profile-from-start off) around the last timed decode step "
                "of each point and the first prefill chunk");

@@ -7,6 +7,8 @@
 //   device         routing + grouped experts + batched heads + few-row GEMV on the device, eager,
 //   graphs         the same, each decode step replayed as a CUDA graph,
 //   graphs-cublas  graphs with the dense projections through cuBLASLt instead of the GEMV,
+//   graphs-grouped graphs with the grouped expert GLU + combine at batch 1 too (no moe_token_glu),
+//   graphs-rows8   graphs with the GEMV and moe_token_glu up to 8 rows,
 //   absorbed       device, with prefill MLA attention in the absorbed form on the CUDA cores (the
 //                  default prefill takes it through the tensor cores: mla_attention_dense),
 //   per-expert     device, with the prefill's routed experts as one cuBLASLt product per active
@@ -33,6 +35,7 @@ struct GpuBenchArgs {
   int per_expert_max = 32768;
   bool skip_decode = false, skip_prefill = false;
   std::vector<int> moe_gemm;  // token counts of the routed-experts-alone table (empty: not run)
+  bool kernels = false;       // the weight-streaming kernels alone first (run_kernel_bench)
   bool profile = false;       // profiler range around one decode step per point and the first prefill chunk
   int decode_steps = 16;
   int page_tokens = 64;
@@ -43,5 +46,8 @@ struct GpuBenchArgs {
 void add_gpu_model_bench_options(CLI::App& cmd, GpuBenchArgs& a);
 // Prints the tables to stdout. Throws ds::Error without a CUDA device.
 void run_gpu_model_bench(const GpuBenchArgs& a);
+// The decode steps' weight-streaming kernels alone (few-row GEMV, cuBLASLt, token-major and grouped
+// MoE) at the Kimi-Linear-48B-A3B shapes, against the copy bandwidth `bw` (bytes/s).
+void run_kernel_bench(double bw);
 
 }  // namespace ds::bench

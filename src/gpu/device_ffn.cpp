@@ -7,6 +7,7 @@
 #include "kernels/gather.h"
 #include "kernels/moe.h"
 #include "kernels/moe_gemm.h"
+#include "kernels/moe_token.h"
 #include "kernels/norm.h"
 #include "layers/moe_router.h"
 
@@ -35,8 +36,8 @@ void glu_forward(const ForwardContext& ctx, const DeviceGlu& g, const TensorView
 void glu_down(const ForwardContext& ctx, const TensorView& gate, const TensorView& up,
               const ExpertLinear& down, const TensorView& y, bool accumulate) {
   // One row on CUDA: the SiLU product formed inside the down GEMV (no elementwise launch).
-  if (ctx.few_row_gemv && ctx.device == Device::Cuda && gate.shape[0] == 1 && !down.is_mxfp4() &&
-      linear_few_rows_fits(gate, down.dense) && linear_few_rows_fits(up, down.dense))
+  if (ctx.few_row_gemv && ctx.device == Device::Cuda && gate.shape[0] <= ctx.gemv_max_rows &&
+      !down.is_mxfp4() && linear_few_rows_fits(gate, down.dense) && linear_few_rows_fits(up, down.dense))
     return linear_few_rows_glu(gate, up, down.dense, y, accumulate);
   const auto flat = [](const TensorView& v) {  // the callers' scratch rows are contiguous
     return TensorView::contiguous(v.data, v.dtype, {v.shape[0] * v.shape[1]}, v.device);
@@ -124,6 +125,20 @@ void moe_routed_on_device(const ForwardContext& ctx, const DeviceMoe& w, const T
 
 }  // namespace
 
+namespace {
+
+// The token-major path takes one dense shared expert of the routed experts' shapes and dtype.
+bool token_moe_fits(const DeviceMoe& w) {
+  if (!w.shared || w.shared->gate.is_mxfp4() || w.shared->up.is_mxfp4() || w.shared->down.is_mxfp4())
+    return false;
+  const GroupedExperts& g = w.grouped;
+  const WeightView &sg = w.shared->gate.dense, &su = w.shared->up.dense, &sd = w.shared->down.dense;
+  return sg.dtype == g.dtype && su.dtype == g.dtype && sd.dtype == g.dtype && sg.rows == g.I &&
+         sg.cols == g.D && su.rows == g.I && su.cols == g.D && sd.rows == g.D && sd.cols == g.I;
+}
+
+}  // namespace
+
 bool moe_on_device(const ForwardContext& ctx, const DeviceMoe& w) {
   return ctx.device_moe && w.grouped.ptrs != nullptr && w.latent_down.data == nullptr &&
          ctx.cfg.act == Activation::Silu;
@@ -133,6 +148,27 @@ void moe_forward(const ForwardContext& ctx, const DeviceMoe& w, const TensorView
   const MoeConfig& mc = ctx.cfg.moe;
   const int64_t T = ctx.T, E = mc.n_expert;
   DevMat logits = ctx.mat(T, E);
+  if (moe_on_device(ctx, w) && T <= ctx.token_moe_max_tokens && token_moe_fits(w)) {
+    // A few tokens: router, top-k, then the routed and shared experts token-major in two launches.
+    ctx.proj(x, w.router, logits.view());
+    const int64_t k = mc.n_expert_per_token;
+    const Buffer expert(ctx.device, T * k * 4);
+    DevMat weight = ctx.mat(T, k), h = ctx.mat(T * (k + 1), w.grouped.I);
+    MoeRouteArgs r;
+    r.logits = logits.view();
+    r.bias = w.bias_device;
+    r.k = int(k), r.renormalize = mc.renormalize, r.scaling = mc.routed_scaling;
+    r.expert = TensorView::contiguous(expert.data(), DType::I32, {T, k}, ctx.device);
+    r.weight = weight.flat();
+    moe_route(r);
+    MoeTokenGluArgs a;
+    a.x = x, a.expert = r.expert, a.weight = r.weight, a.experts = w.grouped;
+    a.shared_gate = w.shared->gate.dense, a.shared_up = w.shared->up.dense,
+    a.shared_down = w.shared->down.dense;
+    a.h = h.view(), a.y = y;
+    moe_token_glu(a);
+    return;
+  }
   if (moe_on_device(ctx, w)) {
     // The router and the shared expert's gate and up read the same x: one launch at batch 1.
     const bool shared_dense = w.shared && !w.shared->gate.is_mxfp4() && !w.shared->up.is_mxfp4();

@@ -145,9 +145,8 @@ TensorView bf16_copy(const TensorView& x, Buffer& scratch) {
 void ForwardContext::proj(const TensorView& x, const WeightView& wv, const TensorView& y,
                           bool accumulate) const {
   // x f32, or bf16 already cast by the caller (then W must be bf16).
-  // One row (batch-1 decode): the GEMV beat cuBLASLt on the H200 (5.4 vs 6.4 ms per step); at 8
-  // rows it lost (16.1 vs 13.1 ms), so more rows stay on cuBLASLt.
-  if (few_row_gemv && wv.device == Device::Cuda && x.shape[0] == 1 && linear_few_rows_fits(x, wv))
+  // Up to gemv_max_rows rows (decode) through the GEMV, more through cuBLASLt.
+  if (few_row_gemv && wv.device == Device::Cuda && x.shape[0] <= gemv_max_rows && linear_few_rows_fits(x, wv))
     return linear_few_rows(x, wv, y, accumulate);
   Buffer scratch;
   const bool cast = wv.device == Device::Cuda && wv.dtype == DType::BF16 && x.dtype != DType::BF16;
@@ -155,7 +154,7 @@ void ForwardContext::proj(const TensorView& x, const WeightView& wv, const Tenso
 }
 
 void ForwardContext::proj_many(const TensorView& x, std::span<const FewRowsJob> jobs) const {
-  bool one = few_row_gemv && device == Device::Cuda && x.shape[0] == 1 && !jobs.empty() &&
+  bool one = few_row_gemv && device == Device::Cuda && x.shape[0] <= gemv_max_rows && !jobs.empty() &&
              int64_t(jobs.size()) <= kLinearFewRowsJobs;
   for (const FewRowsJob& j : jobs)
     one = one && j.w.dtype == jobs[0].w.dtype && j.w.cols == jobs[0].w.cols && linear_few_rows_fits(x, j.w);
@@ -302,6 +301,8 @@ ForwardContext DeviceModel::make_context(const DeviceStep& step, DevicePools& po
   ctx.device_moe = opt_.device_moe;
   ctx.batched_heads = opt_.batched_heads;
   ctx.few_row_gemv = opt_.few_row_gemv;
+  ctx.gemv_max_rows = opt_.gemv_max_rows;
+  ctx.token_moe_max_tokens = opt_.token_moe_max_tokens;
   ctx.dense_mla = opt_.dense_mla;
   ctx.grouped_gemm = opt_.grouped_gemm;
   return ctx;

@@ -41,9 +41,15 @@ struct DeviceModelOptions {
   // device; false: routing on the host and one GLU per active expert (the reference path).
   bool device_moe = true;
   bool batched_heads = true;  // MLA per-head projections as one batched product (false: per head)
-  // Single-row projections (batch-1 decode) through linear_few_rows (no bf16 cast, one pass over
-  // the weight) instead of cuBLASLt.
+  // Projections of up to gemv_max_rows rows (decode) through linear_few_rows (no bf16 cast, one
+  // pass over the weight) instead of cuBLASLt.
   bool few_row_gemv = true;
+  int64_t gemv_max_rows = 1;
+  // MoE layers of up to this many tokens (decode) through moe_token_glu: routed and shared experts
+  // token-major in two launches after the router (device_moe, dense experts and shared expert).
+  // On the H200 at the 48B shape: 69% of the copy bandwidth at 1 token and 87% at 8, against 50%
+  // and 61% for group + grouped GLU + combine + shared GLU (docs/perf.md, round 3).
+  int64_t token_moe_max_tokens = 8;
   // bf16 on CUDA, prefill steps whose sequences all bring at least kMlaDenseMinTokens tokens: MLA
   // attention per sequence through the tensor cores (mla_attention_dense) instead of the absorbed
   // kernel on the CUDA cores.

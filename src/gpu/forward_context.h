@@ -46,7 +46,9 @@ struct ForwardContext {
   bool exact_kda;
   bool device_moe = true;     // routing and grouping on the device (false: on the host, the reference)
   bool batched_heads = true;  // MLA's per-head projections as one batched product
-  bool few_row_gemv = true;   // CUDA projections of one row through linear_few_rows
+  bool few_row_gemv = true;   // CUDA projections of up to gemv_max_rows rows through linear_few_rows
+  int64_t gemv_max_rows = 1;
+  int64_t token_moe_max_tokens = 0;  // up to this many tokens: moe_token_glu (routed + shared experts)
   bool dense_mla = true;  // bf16 CUDA prefill: MLA attention through the tensor cores (mla_attention_dense)
   bool grouped_gemm = true;     // bf16 CUDA, many tokens: routed experts through moe_gemm_glu / moe_gemm_down
   int64_t T = 0;                // packed tokens
@@ -76,8 +78,8 @@ struct ForwardContext {
   // y (+)= x · Wᵀ; on CUDA, x is cast to the weight's dtype first when that is bf16.
   void proj(const TensorView& x, const WeightView& w, const TensorView& y, bool accumulate = false) const;
   void proj(const TensorView& x, const ExpertLinear& w, const TensorView& y, bool accumulate = false) const;
-  // Several projections of the same x: one linear_few_rows_multi launch for a single row on CUDA
-  // (when they fit it), else proj() per job.
+  // Several projections of the same x: one linear_few_rows_multi launch for up to gemv_max_rows rows
+  // on CUDA (when they fit it), else proj() per job.
   void proj_many(const TensorView& x, std::span<const FewRowsJob> jobs) const;
   // Per-head products (linear_heads): head h reads columns [x_col0 + h*s.x, + x_cols) of x_all,
   // weight w0 advanced by h*s.w elements, writes y0 advanced by h*s.y columns.

@@ -1,9 +1,10 @@
 // Few-row linear (kernels/linear.h linear_few_rows, linear_few_rows_multi): y_j [T, out_j] (+)= x [T, in] ·
 // W_jᵀ for T <= 8 f32 rows and up to 8 weights over the same x in one launch, W f32 or bf16 read once:
-// one warp per output row, 16-byte weight loads that skip L1, every row of x at once (x stays in L1/L2);
-// optionally the input formed as silu(gate) ⊙ up while it is loaded (a GLU's down projection).
-// The decode steps' projections without a cast of x or a GEMM tile, and with one launch for all the
-// projections of one input.
+// each warp owns 2 (T <= 2) or 4 output rows that share every piece of x it loads, and issues the
+// 16-byte loads (that skip L1) of several 256-column blocks of all its rows before it uses any, so
+// that 8 independent loads per lane are in flight; x stays in L1/L2. Optionally the input is formed
+// as silu(gate) ⊙ up while it is loaded (a GLU's down projection). The decode steps' projections
+// without a cast of x or a GEMM tile, and with one launch for all the projections of one input.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -15,7 +16,7 @@ namespace ds::cuda {
 namespace {
 
 constexpr int kMaxRows = 8;
-constexpr int kWarps = 8;  // output rows per CTA
+constexpr int kWarps = 8;  // warps per CTA
 
 struct Job {
   const void* w;
@@ -33,43 +34,73 @@ __device__ __forceinline__ float silu_f(float v) {
   return v / (1.0f + __expf(-v));
 }
 
+// Output rows per warp (they share each loaded piece of x) and 256-column blocks whose weight
+// loads are all issued before any is used: kR * kU independent 16-byte loads in flight per lane.
+template <int kT>
+struct Shape {
+  static constexpr int kR = kT <= 2 ? 2 : 4;
+  static constexpr int kU = kT <= 2 ? 4 : 2;
+};
+
 // kGlu: the input row is silu(x) ⊙ x2 (x2 rows x2s apart), formed as it is loaded.
-template <class W, int kRows, bool kGlu>
+template <class W, int kT, bool kGlu>
 __global__ void __launch_bounds__(256)
     gemv_kernel(const float* x, int64_t xs, const float* x2, int64_t x2s, int64_t in, Jobs jobs) {
+  constexpr int kR = Shape<kT>::kR, kU = Shape<kT>::kU;
   int j = 0;
   while (j + 1 < jobs.n && int(blockIdx.x) >= jobs.job[j + 1].block0) ++j;
   const Job& jb = jobs.job[j];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int64_t o = int64_t(int(blockIdx.x) - jb.block0) * kWarps + warp;
-  if (o >= jb.out) return;
-  const W* wr = static_cast<const W*>(jb.w) + o * in;
-  float acc[kRows] = {};
-#pragma unroll 4
-  for (int64_t c = lane * 8; c < in; c += 256) {
-    float wv[8];
-    load8_stream(wr + c, wv);
+  const int64_t o0 = (int64_t(int(blockIdx.x) - jb.block0) * kWarps + warp) * kR;
+  if (o0 >= jb.out) return;
+  const W* wr[kR];
 #pragma unroll
-    for (int r = 0; r < kRows; ++r) {
-      float xv[8];
-      load8(x + r * xs + c, xv);
-      if constexpr (kGlu) {
-        float uv[8];
-        load8(x2 + r * x2s + c, uv);
+  for (int r = 0; r < kR; ++r) wr[r] = static_cast<const W*>(jb.w) + min(o0 + r, jb.out - 1) * in;
+  float acc[kR][kT] = {};
+  for (int64_t c0 = lane * 8; c0 < in; c0 += 256 * kU) {
+    Chunk<W> wv[kR][kU];
 #pragma unroll
-        for (int q = 0; q < 8; ++q) xv[q] = silu_f(xv[q]) * uv[q];
+    for (int u = 0; u < kU; ++u)
+#pragma unroll
+      for (int r = 0; r < kR; ++r) {
+        if (c0 + u * 256 < in)
+          wv[r][u].load(wr[r] + c0 + u * 256);
+        else
+          wv[r][u].zero();
       }
 #pragma unroll
-      for (int q = 0; q < 8; ++q) acc[r] += wv[q] * xv[q];
+    for (int u = 0; u < kU; ++u) {
+      const int64_t c = c0 + u * 256;
+      if (c >= in) break;
+      float w[kR][8];
+#pragma unroll
+      for (int r = 0; r < kR; ++r) wv[r][u].get(w[r]);
+#pragma unroll
+      for (int t = 0; t < kT; ++t) {
+        float xv[8];
+        load8(x + t * xs + c, xv);
+        if constexpr (kGlu) {
+          float uv[8];
+          load8(x2 + t * x2s + c, uv);
+#pragma unroll
+          for (int q = 0; q < 8; ++q) xv[q] = silu_f(xv[q]) * uv[q];
+        }
+#pragma unroll
+        for (int r = 0; r < kR; ++r)
+#pragma unroll
+          for (int q = 0; q < 8; ++q) acc[r][t] += w[r][q] * xv[q];
+      }
     }
   }
   float* y = jb.y;
   const int64_t ys = jb.y_stride;
 #pragma unroll
-  for (int r = 0; r < kRows; ++r) {
-    const float sum = warp_sum(acc[r]);
-    if (lane == 0) y[r * ys + o] = jb.accumulate ? y[r * ys + o] + sum : sum;
-  }
+  for (int r = 0; r < kR; ++r)
+#pragma unroll
+    for (int t = 0; t < kT; ++t) {
+      const float sum = warp_sum(acc[r][t]);
+      if (lane == 0 && o0 + r < jb.out) y[t * ys + o0 + r] = jb.accumulate ? y[t * ys + o0 + r] + sum : sum;
+    }
 }
 
 template <class W, bool kGlu>
@@ -101,9 +132,10 @@ void launch_linear_few_rows_multi(const float* x, int64_t x_stride, int64_t T, b
           "linear_few_rows (CUDA): 1..8 rows, in % 8 == 0, row stride % 4 == 0, 1..8 weights");
   Jobs js{};
   int64_t blocks = 0;
+  const int64_t rows_per_cta = kWarps * (T <= 2 ? Shape<1>::kR : Shape<8>::kR);
   for (int j = 0; j < n_jobs; ++j) {
     js.job[j] = Job{jobs[j].w, jobs[j].y, jobs[j].y_stride, jobs[j].out, int32_t(blocks), jobs[j].accumulate};
-    blocks += (jobs[j].out + kWarps - 1) / kWarps;
+    blocks += (jobs[j].out + rows_per_cta - 1) / rows_per_cta;
   }
   js.n = n_jobs;
   require(blocks <= 0x7fffffff, "linear_few_rows (CUDA): too many output rows");

@@ -1,5 +1,5 @@
 // Internal to src/kernels/cuda: 16-byte loads of 8 consecutive weights or activations as f32, and
-// the warp sum, for the weight-streaming kernels (grouped expert GLU, few-row linear).
+// the warp sum, for the weight-streaming kernels (grouped and token-major expert GLU, few-row linear).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -34,6 +34,33 @@ __device__ __forceinline__ void load8_stream(const __nv_bfloat16* p, float* w) {
 __device__ __forceinline__ void load8_stream(const float* p, float* w) {
   load8(p, w);
 }
+
+// 8 consecutive weights of one row held as loaded (one 16-byte load for bf16 that skips L1, two for
+// f32), so that a kernel can issue several chunks' loads before it converts and uses any of them.
+template <class W>
+struct Chunk;
+template <>
+struct Chunk<__nv_bfloat16> {
+  uint4 u;
+  __device__ __forceinline__ void load(const __nv_bfloat16* p) {
+    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(u.x), "=r"(u.y), "=r"(u.z), "=r"(u.w)
+                 : "l"(p));
+  }
+  __device__ __forceinline__ void zero() { u = make_uint4(0, 0, 0, 0); }
+  __device__ __forceinline__ void get(float* w) const { bf16x8_to_f32(u, w); }
+};
+template <>
+struct Chunk<float> {
+  float4 a, b;
+  __device__ __forceinline__ void load(const float* p) {
+    a = *reinterpret_cast<const float4*>(p), b = *reinterpret_cast<const float4*>(p + 4);
+  }
+  __device__ __forceinline__ void zero() { a = b = make_float4(0, 0, 0, 0); }
+  __device__ __forceinline__ void get(float* w) const {
+    w[0] = a.x, w[1] = a.y, w[2] = a.z, w[3] = a.w, w[4] = b.x, w[5] = b.y, w[6] = b.z, w[7] = b.w;
+  }
+};
 
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll

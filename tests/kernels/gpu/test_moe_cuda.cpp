@@ -1,5 +1,5 @@
-// The device-MoE kernels (routing, grouping, grouped GLU), linear_heads, fill_uniform, argmax_rows
-// and StepGraph on CUDA against their CPU implementations on the same inputs. ctest label "gpu";
+// The device-MoE kernels (routing, grouping, grouped and token-major GLU), linear_heads, fill_uniform,
+// argmax_rows and StepGraph on CUDA against their CPU implementations on the same inputs. ctest label "gpu";
 // skipped without a CUDA device.
 #include <gtest/gtest.h>
 
@@ -14,6 +14,7 @@
 #include "kernels/linear.h"
 #include "kernels/memory.h"
 #include "kernels/moe.h"
+#include "kernels/moe_token.h"
 
 namespace ds {
 namespace {
@@ -137,6 +138,60 @@ TEST_F(MoeCuda, GroupedGluMatchesCpu) {
     const double e = rel_l2(y.gpu(), y.h);
     std::printf("    rel L2 grouped GLU (%s weights) %.3g\n", dt == DType::BF16 ? "bf16" : "f32", e);
     EXPECT_LE(e, 1e-5);
+  }
+}
+
+// Token-major GLU: f32 and bf16 weights, 1 / 3 / 8 tokens, with and without the shared expert and
+// accumulation; D and I not multiples of the kernels' column blocks or rows per CTA; a token that
+// picks one expert twice.
+TEST_F(MoeCuda, TokenGluMatchesCpu) {
+  const int64_t k = 3, E = 6, D = 584, I = 200;
+  for (DType dt : {DType::F32, DType::BF16}) {
+    std::vector<Pair<uint8_t>> mats;  // gate, up, down of each expert, then the shared expert's
+    std::vector<const void*> hp(3 * E), dp(3 * E);
+    for (int64_t m = 0; m < 3 * (E + 1); ++m)
+      mats.emplace_back(weight_bytes(randn(size_t(I * D), 300 + uint32_t(m), 0.1f), dt));
+    for (int64_t e = 0; e < E; ++e)
+      for (int64_t w = 0; w < 3; ++w)
+        hp[size_t(w * E + e)] = mats[size_t(3 * e + w)].h.data(),
+                          dp[size_t(w * E + e)] = mats[size_t(3 * e + w)].d.data();
+    const Buffer dtab = Buffer::from_host<const void*>(Device::Cuda, dp);
+    for (int64_t T : {1, 3, 8})
+      for (bool shared : {false, true})
+        for (bool acc : {false, true}) {
+          std::vector<int32_t> ev(size_t(T * k));
+          for (size_t i = 0; i < ev.size(); ++i) ev[i] = int32_t((i * 5 + i / 3) % E);
+          ev[0] = ev[1];  // token 0: one expert twice
+          Pair<int32_t> expert(ev);
+          const int64_t ks = k + (shared ? 1 : 0), xs = D + 8;
+          Pair<float> x(randn(size_t(T * xs), 310)), wt(randn(size_t(T * k), 311)), h(size_t(T * ks * I)),
+              y(randn(size_t(T * D), 312));
+          for (Device d : {Device::Cpu, Device::Cuda}) {
+            const bool cpu = d == Device::Cpu;
+            auto mat = [&](int64_t m, int64_t rows, int64_t cols) {
+              return WeightView{cpu ? static_cast<void*>(mats[size_t(m)].h.data()) : mats[size_t(m)].d.data(),
+                                dt, rows, cols, d};
+            };
+            MoeTokenGluArgs a;
+            a.x = TensorView::matrix(x.view(d, {T * xs}, DType::F32).data, DType::F32, T, D, xs, d);
+            a.expert = expert.view(d, {T, k}, DType::I32);
+            a.weight = wt.view(d, {T, k}, DType::F32);
+            a.experts = GroupedExperts{
+                cpu ? hp.data() : static_cast<const void* const*>(dtab.data()), dt, E, I, D, d};
+            if (shared)
+              a.shared_gate = mat(3 * E, I, D), a.shared_up = mat(3 * E + 1, I, D),
+              a.shared_down = mat(3 * E + 2, D, I);
+            a.h = TensorView::matrix(h.view(d, {T * ks * I}, DType::F32).data, DType::F32, T * ks, I, -1, d);
+            a.y = y.view(d, {T, D}, DType::F32);
+            a.accumulate = acc;
+            moe_token_glu(a);
+          }
+          const double e = rel_l2(y.gpu(), y.h);
+          if (T == 8 && shared && !acc)
+            std::printf("    rel L2 token GLU (%s weights, 8 tokens) %.3g\n",
+                        dt == DType::BF16 ? "bf16" : "f32", e);
+          EXPECT_LE(e, 1e-5) << dtype_name(dt) << " T=" << T << " shared=" << shared << " acc=" << acc;
+        }
   }
 }
 

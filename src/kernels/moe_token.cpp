@@ -1,0 +1,99 @@
+#include "kernels/moe_token.h"
+
+#include <vector>
+
+#include "core/dtype.h"
+#include "kernels/activation.h"
+#include "kernels/dispatch.h"
+#ifdef DS_HAVE_CUDA
+#include "kernels/cuda/moe_token_launch.h"
+#endif
+
+namespace ds {
+namespace {
+
+float weight_elem(const void* base, DType dt, int64_t i) {
+  return dt == DType::BF16 ? bf16_to_f32(static_cast<const uint16_t*>(base)[i])
+                           : static_cast<const float*>(base)[i];
+}
+
+// Plain loops: the reference of the CUDA kernels.
+void cpu_token_glu(const MoeTokenGluArgs& a, int64_t T, int64_t k, bool shared) {
+  const GroupedExperts& w = a.experts;
+  const int64_t D = w.D, I = w.I, ks = k + (shared ? 1 : 0);
+  const auto* ex = static_cast<const int32_t*>(a.expert.data);
+  const auto* wt = static_cast<const float*>(a.weight.data);
+  std::vector<float> sum(static_cast<size_t>(D));
+  for (int64_t t = 0; t < T; ++t) {
+    const float* x = static_cast<const float*>(a.x.data) + t * a.x.stride[0];
+    std::fill(sum.begin(), sum.end(), 0.0f);
+    for (int64_t j = 0; j < ks; ++j) {
+      const bool routed = j < k;
+      const int64_t e = routed ? ex[t * k + j] : 0;
+      const void* gate = routed ? w.ptrs[e] : a.shared_gate.data;
+      const void* up = routed ? w.ptrs[w.E + e] : a.shared_up.data;
+      const void* down = routed ? w.ptrs[2 * w.E + e] : a.shared_down.data;
+      float* h = static_cast<float*>(a.h.data) + (t * ks + j) * a.h.stride[0];
+      for (int64_t i = 0; i < I; ++i) {
+        float g = 0.0f, u = 0.0f;
+        for (int64_t c = 0; c < D; ++c) {
+          g += weight_elem(gate, w.dtype, i * D + c) * x[c];
+          u += weight_elem(up, w.dtype, i * D + c) * x[c];
+        }
+        h[i] = siluf(g) * u;
+      }
+      const float m = routed ? wt[t * k + j] : 1.0f;
+      for (int64_t d = 0; d < D; ++d) {
+        float s = 0.0f;
+        for (int64_t i = 0; i < I; ++i) s += weight_elem(down, w.dtype, d * I + i) * h[i];
+        sum[size_t(d)] += m * s;
+      }
+    }
+    float* y = static_cast<float*>(a.y.data) + t * a.y.stride[0];
+    for (int64_t d = 0; d < D; ++d) y[d] = a.accumulate ? y[d] + sum[size_t(d)] : sum[size_t(d)];
+  }
+}
+
+}  // namespace
+
+void moe_token_glu(const MoeTokenGluArgs& a) {
+  const GroupedExperts& w = a.experts;
+  DS_CHECK(a.expert.ndim == 2 && a.expert.dtype == DType::I32, "moe_token_glu: expert must be I32 [T, k]");
+  const int64_t T = a.expert.shape[0], k = a.expert.shape[1];
+  const bool shared = a.shared_gate.data != nullptr;
+  DS_CHECK(
+      w.ptrs && w.E >= 1 && w.D % 8 == 0 && w.I % 8 == 0 && (w.dtype == DType::BF16 || w.dtype == DType::F32),
+      "moe_token_glu: experts must be F32/BF16 with D ({}) and I ({}) multiples of 8", w.D, w.I);
+  DS_CHECK(!shared || (a.shared_gate.dtype == w.dtype && a.shared_up.dtype == w.dtype &&
+                       a.shared_down.dtype == w.dtype && a.shared_gate.rows == w.I &&
+                       a.shared_gate.cols == w.D && a.shared_up.rows == w.I && a.shared_up.cols == w.D &&
+                       a.shared_down.rows == w.D && a.shared_down.cols == w.I && a.shared_up.data &&
+                       a.shared_down.data && a.shared_gate.device == w.device &&
+                       a.shared_up.device == w.device && a.shared_down.device == w.device),
+           "moe_token_glu: the shared expert must have the routed experts' dtype and shapes ([{}, {}])", w.I,
+           w.D);
+  detail::check_flat("moe_token_glu", "expert", a.expert, T * k, DType::I32);
+  detail::check_flat("moe_token_glu", "weight", a.weight, T * k);
+  detail::check_rows("moe_token_glu", "x", a.x, T, w.D);
+  detail::check_rows("moe_token_glu", "h", a.h, T * (k + (shared ? 1 : 0)), w.I);
+  detail::check_rows("moe_token_glu", "y", a.y, T, w.D);
+  check_same_device("moe_token_glu", w.device, {&a.x, &a.expert, &a.weight, &a.h, &a.y});
+  if (T == 0) return;
+  if (w.device == Device::Cpu) return cpu_token_glu(a, T, k, shared);
+#ifdef DS_HAVE_CUDA
+  cuda::TokenGluLaunch l;
+  l.x = static_cast<const float*>(a.x.data), l.x_stride = a.x.stride[0];
+  l.expert = static_cast<const int32_t*>(a.expert.data), l.weight = static_cast<const float*>(a.weight.data);
+  l.T = T, l.k = k, l.ptrs = w.ptrs, l.E = w.E, l.I = w.I, l.D = w.D;
+  l.shared_gate = shared ? a.shared_gate.data : nullptr;
+  l.shared_up = shared ? a.shared_up.data : nullptr;
+  l.shared_down = shared ? a.shared_down.data : nullptr;
+  l.bf16 = w.dtype == DType::BF16;
+  l.h = static_cast<float*>(a.h.data), l.h_stride = a.h.stride[0];
+  l.y = static_cast<float*>(a.y.data), l.y_stride = a.y.stride[0], l.accumulate = a.accumulate;
+  return cuda::launch_moe_token_glu(l);
+#endif
+  detail::no_backend("moe_token_glu", w.device);
+}
+
+}  // namespace ds
