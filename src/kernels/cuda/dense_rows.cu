@@ -9,6 +9,7 @@
 #include "kernels/cuda/act_io.cuh"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/dense_launch.h"
+#include "kernels/cuda/pdl.cuh"
 
 namespace ds::cuda {
 namespace {
@@ -91,7 +92,9 @@ __global__ void __launch_bounds__(128) norm_small_kernel(RowsArg a) {
 }
 
 // x += r, then y = rmsnorm(x) · weight: the same register-resident row, the updated x written back.
+// Launched with PDL (pdl.cuh): waits for the kernel that wrote r before reading.
 __global__ void __launch_bounds__(128) add_rmsnorm_kernel(AddNormArg a) {
+  pdl_wait();
   const int64_t row = blockIdx.x;
   const float4* r = reinterpret_cast<const float4*>(a.r + row * a.r_stride);
   float4* x = reinterpret_cast<float4*>(a.x + row * a.x_stride);
@@ -113,6 +116,7 @@ __global__ void __launch_bounds__(128) add_rmsnorm_kernel(AddNormArg a) {
   for (int j = 0; j < kSmallVecs; ++j)
     ss += v[j].x * v[j].x + v[j].y * v[j].y + v[j].z * v[j].z + v[j].w * v[j].w;
   const float inv = rsqrtf(block_sum(ss) / float(a.dim) + a.eps);
+  pdl_trigger();
 #pragma unroll
   for (int j = 0; j < kSmallVecs; ++j) {
     const int c = int(threadIdx.x) + 128 * j;
@@ -232,8 +236,7 @@ bool launch_add_rmsnorm(const AddNormArg& a) {
   if (a.dim % 4 != 0 || a.dim > int64_t(kSmallVecs) * 4 * 128 || a.r_stride % 4 != 0 || a.x_stride % 4 != 0 ||
       a.y_stride % 4 != 0 || !al(a.r) || !al(a.x) || !al(a.y) || !al(a.weight))
     return false;
-  if (a.rows > 0) add_rmsnorm_kernel<<<unsigned(a.rows), 128>>>(a);
-  check_launch("add rmsnorm kernel");
+  if (a.rows > 0) launch_pdl(add_rmsnorm_kernel, dim3(unsigned(a.rows)), dim3(128), 0, a);
   return true;
 }
 

@@ -5,11 +5,14 @@
 // that 8 independent loads per lane are in flight; x stays in L1/L2. Optionally the input is formed
 // as silu(gate) ⊙ up while it is loaded (a GLU's down projection). The decode steps' projections
 // without a cast of x or a GEMM tile, and with one launch for all the projections of one input.
+// Launched with PDL (pdl.cuh): each warp's first weight loads are issued before it waits for the
+// kernel that writes x.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/model_ops_launch.h"
+#include "kernels/cuda/pdl.cuh"
 #include "kernels/cuda/vec_load.cuh"
 
 namespace ds::cuda {
@@ -68,6 +71,8 @@ __global__ void __launch_bounds__(256)
         else
           wv[r][u].zero();
       }
+    // The first weights are in flight before the wait for the kernel that writes x (PDL).
+    if (c0 == lane * 8) pdl_wait();
 #pragma unroll
     for (int u = 0; u < kU; ++u) {
       const int64_t c = c0 + u * 256;
@@ -92,6 +97,7 @@ __global__ void __launch_bounds__(256)
       }
     }
   }
+  pdl_trigger();
   float* y = jb.y;
   const int64_t ys = jb.y_stride;
 #pragma unroll
@@ -109,7 +115,7 @@ void launch_rows(int64_t T, const float* x, int64_t xs, const float* x2, int64_t
   switch (T) {
 #define DS_GEMV_CASE(n) \
   case n:               \
-    return gemv_kernel<W, n, kGlu><<<grid, kWarps * 32>>>(x, xs, x2, x2s, in, jobs);
+    return launch_pdl(gemv_kernel<W, n, kGlu>, dim3(grid), dim3(kWarps * 32), 0, x, xs, x2, x2s, in, jobs);
     DS_GEMV_CASE(1)
     DS_GEMV_CASE(2)
     DS_GEMV_CASE(3)

@@ -3,17 +3,19 @@
 // rows; down: each (token, output row) sums its terms' down rows times the mixture weights, so the
 // combine and the shared expert's down product are part of it. Weights f32 or bf16 streamed with
 // 16-byte loads that skip L1, several chunks of all of a warp's rows issued before any is used.
+// Both launched with PDL (pdl.cuh): each overlaps its start with the tail of the kernel before.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/moe_token_launch.h"
+#include "kernels/cuda/pdl.cuh"
 #include "kernels/cuda/vec_load.cuh"
 
 namespace ds::cuda {
 namespace {
 
-constexpr int kGuWarps = 8, kGuRows = 2, kGuU = 3;   // gate/up: rows per warp, 256-column blocks per pass
+constexpr int kGuWarps = 4, kGuRows = 2, kGuU = 3;   // gate/up: rows per warp, 256-column blocks per pass
 constexpr int kDnWarps = 4, kDnTerms = 3, kDnU = 4;  // down: terms and 256-column blocks per pass
 
 __device__ __forceinline__ int terms(const TokenGluLaunch& l) {
@@ -30,6 +32,7 @@ __device__ __forceinline__ const W* term_matrix(const TokenGluLaunch& l, int64_t
 
 template <class W>
 __global__ void __launch_bounds__(kGuWarps * 32) token_gate_up_kernel(TokenGluLaunch l) {
+  pdl_wait();  // the expert ids and x come from the kernels before
   const int ks = terms(l);
   const int64_t t = blockIdx.x / ks;
   const int j = int(blockIdx.x % ks);
@@ -77,6 +80,7 @@ __global__ void __launch_bounds__(kGuWarps * 32) token_gate_up_kernel(TokenGluLa
       }
     }
   }
+  pdl_trigger();
   float* h = l.h + (t * ks + j) * l.h_stride;
 #pragma unroll
   for (int r = 0; r < kGuRows; ++r) {
@@ -87,6 +91,7 @@ __global__ void __launch_bounds__(kGuWarps * 32) token_gate_up_kernel(TokenGluLa
 
 template <class W>
 __global__ void __launch_bounds__(kDnWarps * 32) token_down_kernel(TokenGluLaunch l) {
+  pdl_wait();
   const int ks = terms(l);
   const int64_t t = blockIdx.x;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -132,6 +137,7 @@ __global__ void __launch_bounds__(kDnWarps * 32) token_down_kernel(TokenGluLaunc
       }
     }
   }
+  pdl_trigger();
   const float sum = warp_sum(acc);
   if (lane == 0) {
     float* y = l.y + t * l.y_stride + d;
@@ -151,15 +157,12 @@ void launch_moe_token_glu(const TokenGluLaunch& l) {
   const dim3 gu(unsigned(l.T * ks), unsigned((l.I + kGuWarps * kGuRows - 1) / (kGuWarps * kGuRows)));
   const dim3 dn(unsigned(l.T), unsigned((l.D + kDnWarps - 1) / kDnWarps));
   if (l.bf16) {
-    token_gate_up_kernel<__nv_bfloat16><<<gu, kGuWarps * 32>>>(l);
-    check_launch("moe token gate/up kernel");
-    token_down_kernel<__nv_bfloat16><<<dn, kDnWarps * 32>>>(l);
+    launch_pdl(token_gate_up_kernel<__nv_bfloat16>, gu, dim3(kGuWarps * 32), 0, l);
+    launch_pdl(token_down_kernel<__nv_bfloat16>, dn, dim3(kDnWarps * 32), 0, l);
   } else {
-    token_gate_up_kernel<float><<<gu, kGuWarps * 32>>>(l);
-    check_launch("moe token gate/up kernel");
-    token_down_kernel<float><<<dn, kDnWarps * 32>>>(l);
+    launch_pdl(token_gate_up_kernel<float>, gu, dim3(kGuWarps * 32), 0, l);
+    launch_pdl(token_down_kernel<float>, dn, dim3(kDnWarps * 32), 0, l);
   }
-  check_launch("moe token down kernel");
 }
 
 }  // namespace ds::cuda

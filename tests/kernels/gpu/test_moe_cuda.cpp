@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <tuple>
 
 #include "core/dtype.h"
 #include "kernels/argmax.h"
@@ -213,25 +214,27 @@ TEST_F(MoeCuda, LinearHeadsMatchCpu) {
 // Few-row linear (decode projections): f32 and bf16 weights, 1 / 3 / 8 rows of a strided x, with
 // and without accumulation, against the CPU linear().
 TEST_F(MoeCuda, LinearFewRowsMatchesCpu) {
-  const int64_t out = 300, in = 520, xs = 528;
-  for (DType dt : {DType::F32, DType::BF16})
-    for (int64_t T : {1, 3, 8})
-      for (bool acc : {false, true}) {
-        const std::vector<float> wf = randn(size_t(out * in), 40, 0.1f);
-        Pair<uint8_t> w(weight_bytes(wf, dt));
-        Pair<float> x(randn(size_t(T * xs), 41)), y(randn(size_t(T * out), 42));
-        for (Device d : {Device::Cpu, Device::Cuda}) {
-          const WeightView wv{d == Device::Cpu ? static_cast<void*>(w.h.data()) : w.d.data(), dt, out, in, d};
-          const TensorView xv =
-              TensorView::matrix(x.view(d, {T * xs}, DType::F32).data, DType::F32, T, in, xs, d);
-          const TensorView yv =
-              TensorView::matrix(y.view(d, {T * out}, DType::F32).data, DType::F32, T, out, -1, d);
-          ASSERT_TRUE(linear_few_rows_fits(xv, wv));
-          linear_few_rows(xv, wv, yv, acc);
+  // Shapes whose columns end inside a pass of 4 column blocks (520: 3 blocks, 4104: 17).
+  for (const auto& [out, in, xs] : {std::tuple<int64_t, int64_t, int64_t>{300, 520, 528}, {37, 4104, 4104}})
+    for (DType dt : {DType::F32, DType::BF16})
+      for (int64_t T : {1, 3, 8})
+        for (bool acc : {false, true}) {
+          const std::vector<float> wf = randn(size_t(out * in), 40, 0.1f);
+          Pair<uint8_t> w(weight_bytes(wf, dt));
+          Pair<float> x(randn(size_t(T * xs), 41)), y(randn(size_t(T * out), 42));
+          for (Device d : {Device::Cpu, Device::Cuda}) {
+            const WeightView wv{d == Device::Cpu ? static_cast<void*>(w.h.data()) : w.d.data(), dt, out, in,
+                                d};
+            const TensorView xv =
+                TensorView::matrix(x.view(d, {T * xs}, DType::F32).data, DType::F32, T, in, xs, d);
+            const TensorView yv =
+                TensorView::matrix(y.view(d, {T * out}, DType::F32).data, DType::F32, T, out, -1, d);
+            ASSERT_TRUE(linear_few_rows_fits(xv, wv));
+            linear_few_rows(xv, wv, yv, acc);
+          }
+          const double e = rel_l2(y.gpu(), y.h);
+          EXPECT_LE(e, 1e-5) << dtype_name(dt) << " T=" << T << " acc=" << acc << " out=" << out;
         }
-        const double e = rel_l2(y.gpu(), y.h);
-        EXPECT_LE(e, 1e-5) << dtype_name(dt) << " T=" << T << " acc=" << acc;
-      }
 }
 
 // Several weights of different heights over the same rows in one launch, into column slices of one
