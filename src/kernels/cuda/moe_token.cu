@@ -15,7 +15,7 @@
 namespace ds::cuda {
 namespace {
 
-constexpr int kGuWarps = 4, kGuRows = 2, kGuU = 3;   // gate/up: rows per warp, 256-column blocks per pass
+constexpr int kGuWarps = 4, kGuRows = 1, kGuU = 9;   // gate/up: rows per warp, 256-column blocks per pass
 constexpr int kDnWarps = 4, kDnTerms = 3, kDnU = 4;  // down: terms and 256-column blocks per pass
 
 __device__ __forceinline__ int terms(const TokenGluLaunch& l) {
@@ -97,6 +97,14 @@ __global__ void __launch_bounds__(kDnWarps * 32) token_down_kernel(TokenGluLaunc
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int64_t d = int64_t(blockIdx.y) * kDnWarps + warp;
   if (d >= l.D) return;
+  // Lane j < ks looks up term j's down matrix and mixture weight once (the dependent expert id ->
+  // pointer loads of all terms in flight together); the groups below take them by shuffle.
+  const W* my_w = nullptr;
+  float my_wt = 0.0f;
+  if (lane < ks) {
+    my_w = term_matrix<W>(l, t, lane, 2);
+    my_wt = lane < l.k ? l.weight[t * l.k + lane] : 1.0f;
+  }
   float acc = 0.0f;
   for (int j0 = 0; j0 < ks; j0 += kDnTerms) {
     const W* wr[kDnTerms];
@@ -104,8 +112,11 @@ __global__ void __launch_bounds__(kDnWarps * 32) token_down_kernel(TokenGluLaunc
 #pragma unroll
     for (int s = 0; s < kDnTerms; ++s) {
       const int j = min(j0 + s, ks - 1);
-      wr[s] = term_matrix<W>(l, t, j, 2) + d * l.I;
-      wt[s] = j0 + s >= ks ? 0.0f : j < l.k ? l.weight[t * l.k + j] : 1.0f;
+      wr[s] = reinterpret_cast<const W*>(
+                  __shfl_sync(0xffffffffu, reinterpret_cast<unsigned long long>(my_w), j)) +
+              d * l.I;
+      const float w = __shfl_sync(0xffffffffu, my_wt, j);
+      wt[s] = j0 + s >= ks ? 0.0f : w;
     }
     for (int64_t c0 = lane * 8; c0 < l.I; c0 += 256 * kDnU) {
       Chunk<W> w[kDnTerms][kDnU];
@@ -148,7 +159,7 @@ __global__ void __launch_bounds__(kDnWarps * 32) token_down_kernel(TokenGluLaunc
 }  // namespace
 
 void launch_moe_token_glu(const TokenGluLaunch& l) {
-  require(l.T >= 1 && l.k >= 1 && l.D % 8 == 0 && l.I % 8 == 0 && l.x_stride % 4 == 0 &&
+  require(l.T >= 1 && l.k >= 1 && l.k < 32 && l.D % 8 == 0 && l.I % 8 == 0 && l.x_stride % 4 == 0 &&
               l.h_stride % 4 == 0 && l.T * (l.k + 1) <= 0x7fffffff &&
               (l.I + kGuWarps * kGuRows - 1) / (kGuWarps * kGuRows) <= 65535 &&
               (l.D + kDnWarps - 1) / kDnWarps <= 65535,
