@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <numeric>
 
 #include "cache/cache_emulation.h"
 #include "cache/hybrid_cache_impl.h"
@@ -253,9 +254,17 @@ void HybridCache::announce(std::span<const int32_t> prompt) {
   m.queue_kv(w.path.back());  // re-scored; inner nodes are scored when they become leaves
 }
 
-std::optional<Admission> HybridCache::admit(std::span<const int32_t> prompt) {
-  if (emu_) return emu_->admit(prompt);
+std::optional<Admission> HybridCache::admit(std::span<const int32_t> prompt, CacheHit* refused_hit) {
+  if (emu_) {
+    auto adm = emu_->admit(prompt);
+    if (!adm && refused_hit) *refused_hit = emu_->match(prompt);
+    return adm;
+  }
   Impl& m = *impl_;
+  const auto n_evictions = [&m] {
+    return std::accumulate(m.stats.evictions.begin(), m.stats.evictions.end(), int64_t{0});
+  };
+  const int64_t evictions_before = n_evictions();
   TreeWalk w;
   m.walk(prompt, w);
   // One logical tick per admission (the recency clock of the eviction policies); a retry of the
@@ -299,6 +308,10 @@ std::optional<Admission> HybridCache::admit(std::span<const int32_t> prompt) {
     for (int64_t i = w.hit_pages - 1; i >= 0; --i)
       if (m.unlock(w.path[i])) m.queue_kv(w.path[i]);
     ++m.stats.failed_admissions;
+    if (refused_hit) {
+      if (n_evictions() != evictions_before) m.walk(prompt, w);  // room making changed the tree
+      *refused_hit = m.hit_of(w);
+    }
     return std::nullopt;
   }
   m.charge(0, ByteKind::Live, m.live_bytes);

@@ -83,8 +83,10 @@ class HybridCache {
   // to the device (evicting unlocked entries as needed; transfers logged), records hit statistics. Only full
   // pages inside [0, prompt.size() - 1) can hit, so at least one token is always computed. nullopt = no
   // device room for the live state and the promoted pages now (no sequence created, though unlocked entries
-  // may have been evicted; the caller retries later or preempts someone).
-  std::optional<Admission> admit(std::span<const int32_t> prompt);
+  // may have been evicted; the caller retries later or preempts someone). On nullopt, `refused_hit`
+  // (when given) receives what match(prompt) returns now, without a second lookup when nothing was
+  // evicted (a request held back by the admission gate retries every step).
+  std::optional<Admission> admit(std::span<const int32_t> prompt, CacheHit* refused_hit = nullptr);
 
   // Ensures the sequence owns device pages for n_tokens_total tokens (prefill chunk or decode
   // growth), evicting unlocked entries per the eviction policy (demoting to host when a host tier

@@ -153,13 +153,15 @@ void Scheduler::admit_waiting(SchedulePlan& plan, int64_t& budget) {
 // covering every token is re-admitted one token shorter: the last token must be computed to sample.
 bool Scheduler::admit_one(Request& req, Slot& slot) {
   std::span<const int32_t> all(req.tokens);
-  auto admission = cache_.admit(all);
+  CacheHit refused_hit;
+  auto admission = cache_.admit(all, &refused_hit);
   if (admission && admission->hit.n_hit_tokens >= req.n_tokens()) {
     cache_.abort(admission->seq);
     admission = cache_.admit(all.first(all.size() - 1));
+    if (!admission) refused_hit = cache_.match(all);
   }
   {
-    const CacheHit hit = admission ? admission->hit : cache_.match(all);
+    const CacheHit hit = admission ? admission->hit : refused_hit;
     const int64_t device = hit.n_hit_tokens - hit.n_hit_host_tokens;
     if (req.n_preemptions == 0) {
       ++lookups_.lookups;

@@ -109,8 +109,18 @@ class CacheOpDriver {
     } else if (op == 1) {
       const auto p = prompt(in);
       const CacheHit m = cache_.match(p);
-      auto adm = cache_.admit(p);
-      if (!adm) return;
+      CacheHit refused;
+      auto adm = cache_.admit(p, &refused);
+      if (!adm) {  // the refused admission reports what a lookup now finds, whether room making evicted or
+                   // not
+        const CacheHit now = cache_.match(p);
+        expect(refused.n_hit_tokens == now.n_hit_tokens && refused.n_kv_tokens == now.n_kv_tokens &&
+                   refused.n_hit_host_tokens == now.n_hit_host_tokens &&
+                   refused.checkpoint_on_host == now.checkpoint_on_host &&
+                   refused.bytes_to_load == now.bytes_to_load,
+               "refused admission's hit differs from match");
+        return;
+      }
       check_hit(adm->hit, p.size());
       expect(adm->hit.n_hit_tokens == m.n_hit_tokens, "admit hit differs from match");
       running_.push_back({adm->seq, p, adm->hit.n_hit_tokens});

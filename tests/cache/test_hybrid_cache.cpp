@@ -306,6 +306,22 @@ TEST(HybridCache, AdmissionFailsWhenTheLiveStateDoesNotFit) {
   cache.check_invariants();
 }
 
+TEST(HybridCache, RefusedAdmissionReportsTheHitAMatchFinds) {
+  HybridCache cache(small_config("prompt-end", "leaf-lru", 24, -1, 4, /*live_bytes=*/8));
+  const auto p = iota_tokens(0, 9);
+  run_request(cache, p);  // 2 pages + the prompt-end checkpoint: 12 of 24 bytes
+  auto a = cache.admit(iota_tokens(100, 5));
+  ASSERT_TRUE(a);  // its live state leaves 4 bytes, and p's path is locked while p is admitted
+  CacheHit refused;
+  EXPECT_FALSE(cache.admit(p, &refused));
+  EXPECT_EQ(refused.n_hit_tokens, 8);
+  EXPECT_EQ(refused.n_kv_tokens, cache.match(p).n_kv_tokens);
+  EXPECT_EQ(refused.n_hit_tokens, cache.match(p).n_hit_tokens);
+  cache.abort(a->seq);
+  ASSERT_TRUE(cache.admit(p, &refused));
+  cache.check_invariants();
+}
+
 // KV past a path's deepest checkpoint can never be restored from: boundary-aware drops those
 // stranded pages first, where leaf-LRU takes the oldest session's tail and with it its hit.
 TEST(HybridCache, BoundaryAwareEvictionDropsStrandedPagesFirst) {
