@@ -1,17 +1,31 @@
 #!/usr/bin/env bash
 # The full policy grid of docs/policy.md: every retention / eviction anchor, the emulated vLLM and
 # SGLang caches and boundary-aware, on four traces, two deployments, GPU-only and with host DRAM,
-# concurrency 4-64. One `deltaserve replay --json` per (trace, deployment, tiers), results under
-# $OUT/<trace>/<deployment>/<tiers>/ (replay.json, replay.csv, the four plots), and a summary
-# table in $OUT/summary.csv. Long: hours on 2 cores; the subsets below narrow it.
+# concurrency 4-64.
+#
+# Resumable and safe to run twice at once: every cell (trace, model, tiers, policy, concurrency)
+# is one JSON file, $OUT/cells/<trace>/<model>/<tiers>/<policy>/c<concurrency>.json ({"trace",
+# "model", "tiers", "label", "command", "wall_s", "run": <the replay --json run>}; c0 = the
+# open-loop Mooncake run), written atomically; cells already there are skipped. One
+# `deltaserve replay` per (trace, model, tiers, policy) runs that group's missing concurrencies
+# (the trace is parsed once); a group another instance is running (lock directory .lock holding
+# its pid) is skipped. A failed group leaves <policy>.failed with its error and the rest goes on.
+# At the end: $OUT/summary.csv over every cell present (bench/policy_tables.py --grid $OUT prints
+# the docs/policy.md tables).
 #
 #   bash bench/policy_grid.sh                      # everything
 #   TRACES="agentx" MODELS="k3" TIERS="hbm" CONC=8,16,24,32 bash bench/policy_grid.sh
+#   DRY=1 bash bench/policy_grid.sh                # list the cells still to run
 #
 # Environment: DELTASERVE (binary, default build/apps/deltaserve), OUT (default
 # bench-out/policy), TRACES (agentx claude710 mooncake tools), MODELS (k3 kimi-linear), TIERS
-# (hbm hbm,dram), CONC (4,8,16,24,32,48,64), CLAUDE710 (path of the 710-session Claude Code
-# tarball, kvcache_tester_claude_code_traces_710.tar.gz; skipped when absent), PROFILE_S (1200).
+# (hbm hbm,dram), CONC (4,8,16,24,32,48,64), POLICIES (labels below, default all), THREADS
+# (replay --threads, default 1), CLAUDE710 (path of the 710-session Claude Code tarball,
+# kvcache_tester_claude_code_traces_710.tar.gz), PROFILE_S (1200), DRY (1 = only list).
+#
+# Cost per run (one concurrency point, one policy, --threads 1, 2-core box): GPU-only 1-3 s
+# (+1.3 s per process to parse the 710-session tarball, 1.2 GB resident); with host DRAM 5-17 s
+# (walks of long cached paths by requests that wait for room); Mooncake (one open-loop run) 0.3 s.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,11 +35,18 @@ TRACES=${TRACES:-"agentx claude710 mooncake tools"}
 MODELS=${MODELS:-"k3 kimi-linear"}
 TIERS=${TIERS:-"hbm hbm,dram"}
 CONC=${CONC:-4,8,16,24,32,48,64}
+THREADS=${THREADS:-1}
 PROFILE_S=${PROFILE_S:-1200}
-CLAUDE710=${CLAUDE710:-../shared/data/traces/kvcache_tester_claude_code_traces_710.tar.gz}
+DRY=${DRY:-0}
+if [[ -z ${CLAUDE710:-} ]]; then
+  for c in ../shared/data/traces ../../shared/data/traces; do
+    CLAUDE710=$c/kvcache_tester_claude_code_traces_710.tar.gz
+    [[ -e $CLAUDE710 ]] && break
+  done
+fi
 
 # label retention eviction [cache-model]
-POLICIES=(
+ALL_POLICIES=(
   "vllm-interval interval:32768 leaf-lru"
   "vllm-0 junction leaf-lru"
   "sglang-csl semantic consumed-state-lru"
@@ -37,6 +58,10 @@ POLICIES=(
   "vllm-cache - - vllm"
   "sglang-cache - - sglang"
 )
+POLICIES=${POLICIES:-$(printf '%s\n' "${ALL_POLICIES[@]}" | cut -d' ' -f1 | tr '\n' ' ')}
+
+die() { echo "policy_grid: $*" >&2; exit 1; }
+[[ -x $BIN ]] || die "deltaserve binary '$BIN' not found (build it or set DELTASERVE)"
 
 trace_spec() {
   case $1 in
@@ -44,6 +69,7 @@ trace_spec() {
     claude710) echo "$CLAUDE710" ;;
     mooncake) echo "bundled:mooncake_fast25_conversation_trace.jsonl.gz" ;;
     tools) echo "synthetic" ;;  # the tool-agent-like synthetic sessions
+    *) die "unknown trace '$1' in TRACES (agentx claude710 mooncake tools)" ;;
   esac
 }
 
@@ -51,47 +77,88 @@ model_args() {
   case $1 in
     k3) echo "--model kimi-k3 --hardware b300 --gpus 8 --kv-dtype fp8" ;;
     kimi-linear) echo "--model kimi-linear-48b --hardware h200 --gpus 1 --kv-dtype bf16" ;;
+    *) die "unknown model '$1' in MODELS (k3 kimi-linear)" ;;
   esac
 }
 
-mkdir -p "$OUT"
-echo "trace,model,tiers,label,cache_model,retention,eviction,concurrency,realized_hit_rate,offline_bound_hit_rate,theoretical_hit_rate,checkpoint_bytes_per_hit_token,ttft_p50_s,ttft_p90_s,output_tok_s_per_gpu,usd_per_m_input_tokens,usd_per_m_output_tokens" >"$OUT/summary.csv"
+for t in $TIERS; do [[ $t == hbm || $t == hbm,dram ]] || die "unknown tiers '$t' in TIERS (hbm hbm,dram)"; done
+[[ $CONC =~ ^[0-9]+(,[0-9]+)*$ ]] || die "CONC '$CONC' is not a comma-separated list of lane counts"
+for l in $POLICIES; do
+  printf '%s\n' "${ALL_POLICIES[@]}" | cut -d' ' -f1 | grep -qxF -- "$l" || die "unknown policy '$l' in POLICIES"
+done
+
+# Takes the group's lock (a directory holding the owner's pid; a dead owner's lock is taken over).
+lock() {
+  local d=$1
+  if mkdir "$d" 2>/dev/null; then echo $$ >"$d/pid"; return 0; fi
+  local pid; pid=$(cat "$d/pid" 2>/dev/null || true)
+  if [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null; then return 1; fi
+  echo $$ >"$d/pid"
+}
+
+n_run=0 n_skip=0 n_fail=0
 for trace in $TRACES; do
   spec=$(trace_spec "$trace")
   if [[ $trace == claude710 && ! -e $spec ]]; then
-    echo "skip claude710: $spec not found (set CLAUDE710)" >&2
+    echo "policy_grid: skip claude710: '$spec' not found (set CLAUDE710 to the tarball)" >&2
     continue
   fi
-  harness=agentx
-  [[ $trace == mooncake ]] && harness=default  # open loop: replayed at its timestamps
+  open_loop=0
+  [[ $trace == mooncake ]] && open_loop=1  # replayed at its timestamps: no lanes, one run
   for model in $MODELS; do
     for tiers in $TIERS; do
-      dir="$OUT/$trace/$model/${tiers/,/+}"
-      mkdir -p "$(dirname "$dir")"
-      runs=()
-      for p in "${POLICIES[@]}"; do
-        read -r label retention eviction cache_model <<<"$p"
+      for label in $POLICIES; do
+        p=$(printf '%s\n' "${ALL_POLICIES[@]}" | awk -v l="$label" '$1 == l')
+        read -r _ retention eviction cache_model <<<"$p"
         cache_model=${cache_model:-deltaserve}
         [[ $cache_model == sglang && $tiers != hbm ]] && continue  # no host tier in the SGLang emulation
-        args=(--trace "$spec" $(model_args "$model") --concurrency "$CONC" --tiers "$tiers"
-              --harness "$harness" --profile "$PROFILE_S" --cache-warmup 300 --live-output
-              --reserve-full-prompt --cache-model "$cache_model" --out "$dir/$label" --json)
+        dir="$OUT/cells/$trace/$model/${tiers/,/+}/$label"
+        if ((open_loop)); then todo=(0); else IFS=, read -ra todo <<<"$CONC"; fi
+        missing=()
+        for c in "${todo[@]}"; do [[ -e $dir/c$c.json ]] || missing+=("$c"); done
+        if ((${#missing[@]} == 0)); then n_skip=$((n_skip + ${#todo[@]})); continue; fi
+        args=(--trace "$spec" $(model_args "$model") --tiers "$tiers" --live-output --reserve-full-prompt
+              --cache-model "$cache_model" --threads "$THREADS" --out "$dir/out" --json)
+        if ((open_loop)); then
+          args+=(--harness default)
+        else
+          args+=(--harness agentx --profile "$PROFILE_S" --cache-warmup 300
+                 --concurrency "$(IFS=,; echo "${missing[*]}")")
+        fi
         [[ $cache_model == deltaserve ]] && args+=(--retention "$retention" --eviction "$eviction")
-        echo "== $trace $model $tiers $label" >&2
-        "$BIN" replay "${args[@]}" >"$dir.$label.json.tmp" 2>/dev/null || { echo "failed: $label" >&2; continue; }
-        runs+=("$dir.$label.json.tmp")
-        python3 - "$dir.$label.json.tmp" "$trace" "$model" "$tiers" "$label" >>"$OUT/summary.csv" <<'PY'
-import json, sys
-path, trace, model, tiers, label = sys.argv[1:]
-for r in json.load(open(path))["runs"]:
-    print(",".join(str(x) for x in [trace, model, tiers.replace(",", "+"), label, r["cache_model"], r["retention"],
-          r["eviction"], r["concurrency"], r["realized_hit_rate"], r["offline_bound_hit_rate"],
-          r["theoretical_hit_rate"], r["checkpoint_bytes_per_hit_token"], r["ttft_p50_s"], r["ttft_p90_s"],
-          r["output_tok_s_per_gpu"], r["usd_per_m_input_tokens"], r["usd_per_m_output_tokens"]]))
+        if ((DRY)); then echo "todo $trace $model $tiers $label c=${missing[*]}"; continue; fi
+        mkdir -p "$dir"
+        lock "$dir/.lock" || { echo "policy_grid: $dir is being run by another instance" >&2; continue; }
+        echo "== $trace $model $tiers $label c=${missing[*]}" >&2
+        t0=$(date +%s.%N)
+        if ! nice "$BIN" replay "${args[@]}" >"$dir/run.json.tmp" 2>"$dir/run.err"; then
+          { echo "$BIN replay ${args[*]}"; tail -5 "$dir/run.err"; } >"$dir.failed"
+          echo "policy_grid: FAILED $trace $model $tiers $label: $(tail -1 "$dir/run.err")" >&2
+          n_fail=$((n_fail + 1))
+          rm -rf "$dir/.lock"
+          continue
+        fi
+        wall=$(echo "$(date +%s.%N) - $t0" | bc)
+        rm -f "$dir.failed"
+        python3 - "$dir" "$trace" "$model" "$tiers" "$label" "$wall" "$BIN replay ${args[*]}" <<'PY'
+import json, os, sys
+d, trace, model, tiers, label, wall, cmd = sys.argv[1:]
+runs = json.load(open(os.path.join(d, "run.json.tmp")))["runs"]
+for r in runs:
+    cell = {"trace": trace, "model": model, "tiers": tiers, "label": label, "command": cmd,
+            "wall_s": float(wall) / len(runs), "group_wall_s": float(wall), "run": r}
+    path = os.path.join(d, f"c{r['concurrency']}.json")
+    with open(path + ".tmp", "w") as f:
+        json.dump(cell, f, indent=1)
+    os.replace(path + ".tmp", path)
 PY
+        rm -f "$dir/run.json.tmp"
+        rm -rf "$dir/.lock"
+        n_run=$((n_run + ${#missing[@]}))
       done
-      rm -f "${runs[@]}"
     done
   done
 done
-echo "wrote $OUT/summary.csv" >&2
+((DRY)) && exit 0
+python3 bench/policy_tables.py --grid "$OUT" --csv >"$OUT/summary.csv"
+echo "policy_grid: $n_run cells run, $n_skip already done, $n_fail groups failed; wrote $OUT/summary.csv" >&2

@@ -3,12 +3,16 @@
 
     deltaserve replay --preset policy-k3-b300 --json > policy.json
     python3 bench/policy_tables.py policy.json
+    python3 bench/policy_tables.py --grid bench-out/policy [--svg DIR] [--csv]
 
 Prints: hit / offline bound / fraction of the bound per policy and concurrency, every metric per
 run, and hit rate vs concurrency as ASCII bars. Every fraction is of the run's own offline bound.
+--grid reads the cells of bench/policy_grid.sh instead (see policy_grid_tables.py).
 """
 import json
 import sys
+
+import policy_grid_tables
 
 
 def label_of(r):
@@ -70,4 +74,9 @@ def main(path):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    if len(sys.argv) > 1 and sys.argv[1] == "--grid":
+        policy_grid_tables.main(sys.argv[2:])
+    elif len(sys.argv) == 2:
+        main(sys.argv[1])
+    else:
+        sys.exit(__doc__)
