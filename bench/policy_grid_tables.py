@@ -4,6 +4,8 @@
     python3 bench/policy_tables.py --grid OUT            # markdown, one section per slice
     python3 bench/policy_tables.py --grid OUT --csv      # one CSV row per cell
     python3 bench/policy_tables.py --grid OUT --svg DIR  # also DIR/<trace>-<model>-<tiers>.svg
+    python3 bench/policy_tables.py --grid OUT --ascii    # also hit rate vs concurrency in ASCII
+    python3 bench/policy_tables.py --grid OUT --cost     # wall seconds per run, per slice
     ... --slice claude710/k3/hbm                         # only that slice (repeatable)
 
 A slice is (trace, model, tiers); its rows are the policies, its columns the concurrencies (0 =
@@ -166,12 +168,16 @@ def svg_plot(cells, concs, labels, path, title):
 def main(argv):
     if not argv:
         sys.exit(__doc__)
-    out, csv, svg_dir, only = argv[0], False, None, []
+    out, csv, ascii, cost, svg_dir, only = argv[0], False, False, False, None, []
     rest = argv[1:]
     while rest:
         a = rest.pop(0)
         if a == "--csv":
             csv = True
+        elif a == "--ascii":
+            ascii = True
+        elif a == "--cost":
+            cost = True
         elif a == "--svg" and rest:
             svg_dir = rest.pop(0)
         elif a == "--slice" and rest:
@@ -181,6 +187,9 @@ def main(argv):
     cells = load(out)
     if not cells:
         sys.exit(f"policy_grid_tables: no cells under {out}/cells")
+    if cost:
+        print("| slice | cells | mean s per run | max s | total min |")
+        print("|---|---|---|---|---|")
     if csv:
         print(",".join(["trace", "model", "tiers", "label", "cache_model", "retention", "eviction",
                         "concurrency"] + CSV_FIELDS + ["wall_s"]))
@@ -199,8 +208,25 @@ def main(argv):
                                                         r["eviction"], c] + [r[f] for f in CSV_FIELDS] +
                                        [round(cell.get("wall_s", 0), 2)]))
             continue
+        if cost:
+            walls = [cell.get("wall_s", 0) for cell in sc.values()]
+            print(f"| {trace} / {model} / {tiers} | {len(walls)} | {sum(walls) / len(walls):.1f} | "
+                  f"{max(walls):.1f} | {sum(walls) / 60:.1f} |")
+            continue
         print(f"#### {trace} / {model} / {tiers}\n")
         print(verdict(sc, concs) + "\n")
+        if concs == [0]:  # open loop: one run per policy, the metrics as columns
+            print("| policy | hit / bound / frac (%) | TTFT p50 / p90 s | ckpt B per hit tok | out tok/s/GPU |"
+                  " $/M in / out |")
+            print("|---|---|---|---|---|---|")
+            for lab in labels:
+                r = sc[(lab, 0)]["run"]
+                print(f"| {lab} | {pct(r['realized_hit_rate'])} / {pct(r['offline_bound_hit_rate'])} / {frac(r):.2f} | "
+                      f"{r['ttft_p50_s']:.1f} / {r['ttft_p90_s']:.1f} | {r['checkpoint_bytes_per_hit_token']:.0f} | "
+                      f"{r['output_tok_s_per_gpu']:.1f} | {r['usd_per_m_input_tokens']:.2f} / "
+                      f"{r['usd_per_m_output_tokens']:.2f} |")
+            print()
+            continue
         table(sc, concs, labels, "hit / bound / frac (%)",
               lambda r: f"{pct(r['realized_hit_rate'])} / {pct(r['offline_bound_hit_rate'])} / {frac(r):.2f}")
         table(sc, concs, labels, "TTFT p50 / p90 s · ckpt B per hit tok",
@@ -208,7 +234,7 @@ def main(argv):
         table(sc, concs, labels, "out tok/s/GPU · $/M in / out",
               lambda r: f"{r['output_tok_s_per_gpu']:.1f} · {r['usd_per_m_input_tokens']:.2f} / "
                         f"{r['usd_per_m_output_tokens']:.2f}")
-        if len(concs) > 1:
+        if ascii:
             ascii_plot(sc, concs, labels)
             print()
         if svg_dir:
