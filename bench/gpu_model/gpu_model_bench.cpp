@@ -277,10 +277,10 @@ void run_prefill(DeviceModel& m, const GpuBenchArgs& a, const DeviceModelOptions
 
 void run_gpu_model_bench(const GpuBenchArgs& a) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // each table row as soon as it is measured
-  DS_CHECK(cuda_available(), "bench gpu: no usable CUDA device (a CPU-only build, or no GPU / driver)");
   DS_CHECK(a.decode_steps >= 1 && a.page_tokens >= 1 && a.prefill_chunk >= 1,
            "bench gpu: --decode-steps, --page-tokens and --prefill-chunk must be >= 1");
-  const ModelConfig cfg = ModelConfig::load(a.config);
+  const ModelConfig cfg = ModelConfig::load(a.model.empty() ? a.config : a.model);  // bad input first
+  DS_CHECK(cuda_available(), "bench gpu: no usable CUDA device (a CPU-only build, or no GPU / driver)");
   DeviceModelOptions opt;
   opt.device = Device::Cuda;
   opt.precision = Precision::BF16;
@@ -293,10 +293,12 @@ void run_gpu_model_bench(const GpuBenchArgs& a) {
   if (a.kernels) run_kernel_bench(bw);
   if (a.skip_decode && a.skip_prefill) return;
   const double t0 = now_s();
-  std::unique_ptr<DeviceModel> m = DeviceModel::random(cfg, opt, a.seed);
+  std::unique_ptr<DeviceModel> m =
+      a.model.empty() ? DeviceModel::random(cfg, opt, a.seed) : DeviceModel::load(a.model, opt);
   synchronize(Device::Cuda);
-  fmt::print("random bf16 weights of {} ({} layers, {} experts): {:.1f} GB on the GPU in {:.1f} s\n",
-             a.config, cfg.n_layer, cfg.moe.n_expert, gb(double(m->weights().bytes())), now_s() - t0);
+  fmt::print("{} bf16 weights of {} ({} layers, {} experts): {:.1f} GB on the GPU in {:.1f} s\n",
+             a.model.empty() ? "random" : "checkpoint", a.model.empty() ? a.config : a.model, cfg.n_layer,
+             cfg.moe.n_expert, gb(double(m->weights().bytes())), now_s() - t0);
   const StepBytes sb = step_bytes(*m);
   fmt::print(
       "  per decode step: {:.2f} GB non-expert weights (lm_head included), {:.1f} MB per routed expert, "
@@ -307,8 +309,12 @@ void run_gpu_model_bench(const GpuBenchArgs& a) {
 }
 
 void add_gpu_model_bench_options(CLI::App& cmd, GpuBenchArgs& a) {
-  cmd.add_option("--config", a.config,
-                 "Model config.json or folder (default: the Kimi-Linear-48B-A3B profile)");
+  auto* config = cmd.add_option("--config", a.config,
+                                "Model config.json or folder (default: the Kimi-Linear-48B-A3B profile)");
+  cmd.add_option(
+         "--model", a.model,
+         "Checkpoint folder (config.json + safetensors) whose weights are loaded instead of random ones")
+      ->excludes(config);
   cmd.add_option("--batch", a.batches, "Decode batch sizes")->delimiter(',');
   cmd.add_option("--context", a.contexts, "Decode context lengths (tokens already in each sequence)")
       ->delimiter(',');

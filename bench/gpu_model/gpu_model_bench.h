@@ -13,7 +13,9 @@
 //                  default prefill takes it through the tensor cores: mla_attention_dense),
 //   per-expert     device, with the prefill's routed experts as one cuBLASLt product per active
 //                  expert and matrix (the default takes the grouped GEMMs: moe_gemm_glu / _down).
-// The prefill table starts after one untimed chunk.
+// The prefill table starts after one untimed chunk. With `model` set, the weights are a checkpoint folder
+// loaded onto the device instead (the same shapes and timings as random weights, but the same numbers
+// as another implementation run on that folder).
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -25,6 +27,7 @@ namespace ds::bench {
 
 struct GpuBenchArgs {
   std::string config = "data/profiles/models/kimi-linear-48b";
+  std::string model;  // checkpoint folder (config.json + safetensors); empty: random weights of `config`
   std::vector<int> batches = {1, 8, 64};
   std::vector<int> contexts = {4096, 32768};
   std::vector<std::string> variants = {"host", "device", "graphs"};

@@ -158,6 +158,8 @@ TEST_F(Cli, IgnoredOrUnboundedSettingsAreRefused) {
       "synthetic trace: sessions=100000 x turns=100000 with ~2219 block ids per prompt needs about");
   expect_error("bench cache --checkpoints -1", "--checkpoints must be >= 0, got -1");
   expect_error("bench floor --rounds 0", "--rounds must be in [1, 100], got 0");
+  expect_error("bench gpu --model no_such_folder", "model no_such_folder does not exist");
+  expect_error_has("bench gpu --model " + kTiny + " --config " + kTiny, "excludes");
   expect_error("replay --compare-sim h200", "--compare-sim needs --executor model");
 }
 
