@@ -49,6 +49,11 @@ struct CacheStats {
   int64_t failed_admissions = 0;
   int64_t room_refusals = 0;    // room requests refused up front: free + reclaimable < need
   int64_t hash_collisions = 0;  // page keys that matched a node with other token ids (miss / not cached)
+  // Path holding (eviction policies that hold paths): admitted hit tokens restored from a held path,
+  // and admissions made while the cache judged itself overloaded (held paths kept from new prompts);
+  // a retry of an admission the scheduler just aborted is not counted again.
+  int64_t held_hit_tokens = 0;
+  int64_t overloaded_admissions = 0;
 
   std::array<int64_t, static_cast<int>(EvictReason::Count)> evictions{};  // by reason
   std::array<TierStats, kMaxTiers> tiers{};

@@ -322,6 +322,10 @@ std::optional<Admission> HybridCache::admit(std::span<const int32_t> prompt, Cac
   s.live_slot = slot;
   s.branch_tokens = branch_tokens;
   s.held = hit_node >= 0 && m.tree.at(hit_node).held;
+  if (!retry) {
+    m.stats.held_hit_tokens += s.held ? hit.n_hit_tokens : 0;
+    m.stats.overloaded_admissions += m.eviction->holds_paths() && m.overloaded();
+  }
   s.tail_key = w.hit_pages > 0 ? m.tree.at(hit_node).key : kRootPageKey;
   for (int64_t i = 0; i < w.hit_pages; ++i) {
     const int32_t node = w.path[i];

@@ -250,6 +250,8 @@ RunMetrics ReplayRun::metrics() const {
   const CacheStats& st = engine_.cache().stats();
   m.checkpoints_created = st.checkpoints_created;
   m.checkpoints_dropped = st.checkpoints_dropped;  // left the cache for good (alone or with KV)
+  m.held_hit_tokens = st.held_hit_tokens;
+  m.overloaded_admissions = st.overloaded_admissions;
   if (const AgentxHarness* h = workload_.agentx()) {
     m.live_context_tokens = h->live_context_mean_tokens();
     m.live_context_start_tokens = h->live_context_at_profile_start();

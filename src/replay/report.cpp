@@ -29,7 +29,7 @@ namespace {
   X(checkpoint_bytes_per_hit_token)                                                              \
   X(n_requests) X(n_warmup_requests) X(n_rejected) X(n_output_tokens) X(n_steps) X(n_preemptions) \
   X(checkpoints_created) X(checkpoints_dropped) X(live_context_tokens) X(live_context_start_tokens)   \
-  X(n_errors) X(first_error)
+  X(held_hit_tokens) X(overloaded_admissions) X(n_errors) X(first_error)
 // clang-format on
 
 // The fields that are measurements over the measured requests: without any (every request rejected,

@@ -72,6 +72,10 @@ struct RunMetrics {
   int64_t n_preemptions = 0;
   int64_t checkpoints_created = 0;
   int64_t checkpoints_dropped = 0;
+  // Path holding (boundary-aware eviction), whole run: hit tokens restored from held paths, and
+  // admissions made while the cache judged itself overloaded. 0 for other policies.
+  int64_t held_hit_tokens = 0;
+  int64_t overloaded_admissions = 0;
   // agentx: the lanes' live context (AgentxHarness::live_context_mean_tokens), MLA-KV tokens — the
   // working set every next request needs cached; beside kv_budget_tokens it says whether the cache
   // can hold all lanes. Mean over the profiling window, and at its start. 0 for other harnesses.

@@ -3,7 +3,8 @@
 // of the same request computed cold by the `deltaserve logits` code path — for every retention
 // policy, from a host tier after demotion and promotion, after preemption and recompute, in mixed
 // batches of many lengths; random request streams (shared prefixes, aborts, tight budgets) equal
-// their cold runs; a forced hash collision is computed cold, not served.
+// their cold runs; a forced hash collision is computed cold, not served; boundary-aware eviction under
+// overload restores from held paths to the same tokens.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -207,6 +208,59 @@ TEST(WarmEqualsColdProperty, RandomStreamsEqualTheirColdRuns) {
   EXPECT_GT(hits, 5);
   EXPECT_GT(preemptions, 0);
   EXPECT_GT(aborted, 0);
+}
+
+// boundary-aware under overload on the real model: sessions take turns (each prompt extends the
+// session's previous prompt and output) on a budget far below the sessions' combined contexts, so the
+// cache evicts paths that come back (overloaded), holds a subset of sessions' paths and restores from
+// them. Every request, hit through a held path or not, equals its cold run.
+TEST(WarmEqualsColdHeldPaths, BoundaryAwareUnderOverloadEqualsColdRuns) {
+  const ModelRunner& runner = golden_runner(kKimiLinearTiny);
+  const int32_t V = int32_t(runner.config().vocab_size);
+  const CacheModelSizes sz = ModelExecutor(runner, 16).cache_sizes();
+  const int64_t state_tokens = sz.checkpoint_bytes / sz.kv_bytes_per_token;
+  constexpr int kSessions = 8, kTurns = 6, kRunning = 2;
+  ModelEngine me(runner, {.retention = "boundary-aware",
+                          .eviction = "boundary-aware",
+                          // 10 states (2 live) and ~2,000 KV tokens: less than the 8 sessions'
+                          // deepest states plus their ~2,400 context tokens.
+                          .device_tokens = 10 * state_tokens + 2000,
+                          .step_tokens = 128,
+                          .max_running = kRunning});
+  std::mt19937_64 rng(17);
+  const auto system = random_tokens(rng, 32, V);
+  std::vector<std::vector<int32_t>> context(kSessions, system);
+  int64_t hits = 0, deep_hits = 0, n = 0;
+  RequestId id = 1;
+  for (int turn = 0; turn < kTurns; ++turn) {
+    std::map<RequestId, int> session_of;
+    for (int s = 0; s < kSessions; ++s) {
+      context[size_t(s)] = concat(context[size_t(s)], random_tokens(rng, 40, V));
+      session_of[id] = s;
+      me.engine.add(make_request(id++, context[size_t(s)], 4));
+    }
+    for (const auto& [rid, r] : me.run()) {
+      note(runner, expect_warm_equals_cold(runner, me.exec, r));
+      context[size_t(session_of.at(rid))] = r.tokens;
+      hits += r.n_hit_tokens > 0;
+      deep_hits += r.n_hit_tokens > int64_t(system.size());  // a session's own turns, not only the system
+      ++n;
+    }
+  }
+  const CacheStats& st = me.engine.cache().stats();
+  std::printf(
+      "held paths: %lld of %lld requests hit (%lld past the system prompt), hit tokens %lld (held %lld), "
+      "overloaded admissions %lld, "
+      "KV dropped %lld, checkpoints dropped %lld\n",
+      (long long)hits, (long long)n, (long long)deep_hits, (long long)st.hit_tokens,
+      (long long)st.held_hit_tokens, (long long)st.overloaded_admissions,
+      (long long)st.n_evictions(EvictReason::KvDropped), (long long)st.checkpoints_dropped);
+  EXPECT_EQ(n, kSessions * kTurns);
+  EXPECT_GT(st.n_evictions(EvictReason::KvDropped), 0);
+  EXPECT_GT(st.overloaded_admissions, 0);  // the overload gate opened
+  EXPECT_GT(st.held_hit_tokens, 0);        // and requests restored from held paths,
+  EXPECT_GT(deep_hits, kSessions);         // past the shared system prompt
+  me.engine.cache().check_invariants();
 }
 
 }  // namespace
