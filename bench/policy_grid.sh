@@ -23,9 +23,10 @@
 # (replay --threads, default 1), CLAUDE710 (path of the 710-session Claude Code tarball,
 # kvcache_tester_claude_code_traces_710.tar.gz), PROFILE_S (1200), DRY (1 = only list).
 #
-# Cost per run (one concurrency point, one policy, --threads 1, 2-core box): GPU-only 1-3 s
-# (+1.3 s per process to parse the 710-session tarball, 1.2 GB resident); with host DRAM 5-17 s
-# (walks of long cached paths by requests that wait for room); Mooncake (one open-loop run) 0.3 s.
+# Cost per run (one concurrency point, one policy, --threads 1, idle 2-core box): GPU-only 1-3 s
+# (+1.0-1.3 s per process to parse the 710-session tarball, 1.2 GB resident); with host DRAM 3-17 s
+# (measured before a refused admission stopped walking its prompt twice: ~31 % less now);
+# Mooncake (one open-loop run) 0.3 s. docs/policy.md has the table.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -56,6 +56,13 @@ def slices(cells):
                                               order(kv[0][2], TIERS)))
 
 
+def usd(r):
+    """$/M input / output, or n/a where the hardware profile has no sourced price (h200)."""
+    if r["usd_per_m_input_tokens"] == 0 and r["usd_per_m_output_tokens"] == 0:
+        return "n/a"
+    return f"{r['usd_per_m_input_tokens']:.2f} / {r['usd_per_m_output_tokens']:.2f}"
+
+
 def pct(x):
     return f"{100 * x:.1f}"
 
@@ -223,8 +230,7 @@ def main(argv):
                 r = sc[(lab, 0)]["run"]
                 print(f"| {lab} | {pct(r['realized_hit_rate'])} / {pct(r['offline_bound_hit_rate'])} / {frac(r):.2f} | "
                       f"{r['ttft_p50_s']:.1f} / {r['ttft_p90_s']:.1f} | {r['checkpoint_bytes_per_hit_token']:.0f} | "
-                      f"{r['output_tok_s_per_gpu']:.1f} | {r['usd_per_m_input_tokens']:.2f} / "
-                      f"{r['usd_per_m_output_tokens']:.2f} |")
+                      f"{r['output_tok_s_per_gpu']:.1f} | {usd(r)} |")
             print()
             continue
         table(sc, concs, labels, "hit / bound / frac (%)",
@@ -232,8 +238,7 @@ def main(argv):
         table(sc, concs, labels, "TTFT p50 / p90 s · ckpt B per hit tok",
               lambda r: f"{r['ttft_p50_s']:.1f} / {r['ttft_p90_s']:.1f} · {r['checkpoint_bytes_per_hit_token']:.0f}")
         table(sc, concs, labels, "out tok/s/GPU · $/M in / out",
-              lambda r: f"{r['output_tok_s_per_gpu']:.1f} · {r['usd_per_m_input_tokens']:.2f} / "
-                        f"{r['usd_per_m_output_tokens']:.2f}")
+              lambda r: f"{r['output_tok_s_per_gpu']:.1f} · {usd(r)}")
         if ascii:
             ascii_plot(sc, concs, labels)
             print()
