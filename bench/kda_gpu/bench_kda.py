@@ -65,7 +65,7 @@ class Ours:
             ptr(pool), ctypes.c_int64(H * D * D), ctypes.c_int64(pool.shape[0]), init_a, fin_a, n_ck,
             ck_seq, ck_slot, ck_after, stream))
 
-    def decode(self, x, pool, conv, slots):
+    def decode(self, x, pool, conv, slots, overlap_prior=False):
         B, H = x['B'], x['H']
         stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
         check(self.lib, self.lib.ds_kda_decode(
@@ -73,7 +73,7 @@ class Ours:
             ptr(x['y']), ptr(x['taps']), ptr(x['o_norm']), ptr(x['a_log']), ptr(x['dt_bias']),
             int(x['lb'] is not None), ctypes.c_float(x['lb'] or 0.0), ctypes.c_float(D ** -0.5),
             ctypes.c_float(1e-5), ptr(pool), ctypes.c_int64(H * D * D), ctypes.c_int64(pool.shape[0]),
-            ptr(conv), ctypes.c_int64(3 * H * D * 3), ptr(slots), stream))
+            ptr(conv), ctypes.c_int64(3 * H * D * 3), ptr(slots), stream, int(overlap_prior)))
 
 
 def median_ms(fn, reps, warmup=3, flush=None):
@@ -265,11 +265,15 @@ def run_checkpoints(ours, cases, reps, results, flush):
 
 
 def decode_form(name):
-    """Select deltaserve's decode kernel form (env DS_KDA_DECODE, read at launch / graph capture)."""
-    if name == 'default':
+    """Select deltaserve's decode kernel form (env DS_KDA_DECODE, read at launch / graph capture).
+    'X+early' is form X called with overlap_prior_kernel (returned): the graph's consecutive steps
+    touch disjoint slots, so each step may load its states while the previous one finishes."""
+    form, _, flag = name.partition('+')
+    if form == 'default':
         os.environ.pop('DS_KDA_DECODE', None)
     else:
-        os.environ['DS_KDA_DECODE'] = name
+        os.environ['DS_KDA_DECODE'] = form
+    return flag == 'early'
 
 
 def run_decode(ours, fused_recurrent_kda_fwd, batches, H, gate, copy_bw, results, steps=32, forms=('default',),
@@ -315,10 +319,10 @@ def run_decode(ours, fused_recurrent_kda_fwd, batches, H, gate, copy_bw, results
         ref = None
         row = dict(gate=gate, H=H, B=B, forms={})
         for f in forms:
-            decode_form(f)
+            ovl = decode_form(f)
             p2, c2 = pool.clone(), conv.clone()
             x['y'].fill_(float('nan'))
-            ours.decode(x, p2, c2, slot_sets[0])
+            ours.decode(x, p2, c2, slot_sets[0], ovl)
             got = (x['y'].float().clone(), p2[sel].clone(), c2[sel].clone())
             if ref is None:
                 ref = got
@@ -330,8 +334,8 @@ def run_decode(ours, fused_recurrent_kda_fwd, batches, H, gate, copy_bw, results
         del ref, got
         decode_form('default')
 
-        def ours_step(i):
-            ours.decode(x, pool, conv, slot_sets[i])
+        def ours_step(i, ovl=False):
+            ours.decode(x, pool, conv, slot_sets[i], ovl)
 
         def fla_step(i):
             fused_recurrent_kda_fwd(q=fq, k=fk, v=fv, g=fg, beta=fb, A_log=a_log, dt_bias=dt_bias,
@@ -357,8 +361,8 @@ def run_decode(ours, fused_recurrent_kda_fwd, batches, H, gate, copy_bw, results
         with torch.inference_mode():
             graphs = {}
             for f in forms:
-                decode_form(f)
-                graphs[f] = graph_of(ours_step)
+                ovl = decode_form(f)
+                graphs[f] = graph_of(lambda i, o=ovl: ours_step(i, o))
             decode_form('default')
             if with_fla:
                 graphs['fla'] = graph_of(fla_step)

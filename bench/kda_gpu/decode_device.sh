@@ -19,7 +19,7 @@ if ldd "$D/test_kernels_gpu" | grep -q "libcublasLt.so.13 => not found"; then
   export LD_LIBRARY_PATH=$d:$LD_LIBRARY_PATH
 fi
 export DS_TEST_DATA_DIR=$PWD/tests PATH=/usr/local/cuda/bin:$PATH PYTHONUNBUFFERED=1
-FORMS=${FORMS:-rows,cols,cols-smem4,cols-smem5,cols-pf,cols-smem5-pf,cols-hf,cols-smem5-pf-hf}
+FORMS=${FORMS:-rows,cols,cols-smem4,cols-smem5,cols-pf,cols-smem5-pf,cols-hf,cols-smem5-pf-hf,cols-hf-pdl,cols-hf-pdl+early}
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv,noheader
 timeout "${TESTS_S:-60}" "$D/test_kernels_gpu" --gtest_color=no --gtest_filter='KdaCuda.Decode*' >"$OUT/tests.log" 2>&1
 echo "tests rc=$?"

@@ -61,12 +61,13 @@ int ds_kda_prefill(int bf16, int N, int H, const int64_t* cu_seqlens, const void
   });
 }
 
-// One token for each of B sequences; slots: device i32 [B]; taps f32 [3, H*128, W]; conv pool f32.
+// One token for each of B sequences; slots: device i32 [B]; taps f32 [3, H*128, W]; conv pool f32;
+// overlap_prior != 0: KdaDecodeArgs::overlap_prior_kernel.
 int ds_kda_decode(int bf16, int B, int H, int W, const void* q, const void* k, const void* v, const void* f,
                   const void* b, const void* r, void* y, const float* taps, const float* o_norm,
                   const float* a_log, const float* dt_bias, int safe, float lower_bound, float scale,
                   float eps, float* pool, int64_t slot_stride, int64_t n_slots, float* conv,
-                  int64_t conv_stride, const int32_t* slots, void* stream) {
+                  int64_t conv_stride, const int32_t* slots, void* stream, int overlap_prior) {
   return guarded([&] {
     constexpr int64_t D = 128;
     ds::KdaDecodeArgs a;
@@ -84,6 +85,7 @@ int ds_kda_decode(int bf16, int B, int H, int W, const void* q, const void* k, c
     a.conv_data = conv, a.conv_slot_stride = conv_stride;
     a.slots = ds::TensorView::contiguous(const_cast<int32_t*>(slots), ds::DType::I32, {B}, ds::Device::Cuda);
     a.stream = stream;
+    a.overlap_prior_kernel = overlap_prior != 0;
     ds::kda_decode(a);
   });
 }

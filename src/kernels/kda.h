@@ -142,6 +142,12 @@ struct KdaDecodeArgs {
   int64_t conv_slot_stride = 0;  // elements, >= 3*H*K*(W-1)
   TensorView slots;
   void* stream = nullptr;
+  // The caller's promise that the kernel issued just before this call on `stream` writes none of
+  // the slot indices, conv windows and states read here (it may write the activations): the CUDA
+  // kernel may then load them while that kernel is still finishing (programmatic dependent launch,
+  // non-null streams). Leave false when the previous kernel may be a decode or prefill on the same
+  // slots. Ignored on the CPU.
+  bool overlap_prior_kernel = false;
 };
 
 void kda_decode(const KdaDecodeArgs& a);

@@ -106,6 +106,7 @@ void kda_decode(const KdaDecodeArgs& a) {
   l.conv = a.conv_data, l.conv_stride = a.conv_slot_stride;
   l.slots = static_cast<const int32_t*>(a.slots.data);
   l.stream = a.stream;
+  l.overlap_prior_kernel = a.overlap_prior_kernel;
   launch_kda_decode(l);
 }
 

@@ -120,8 +120,9 @@ __global__ void __launch_bounds__(128) kda_decode_kernel(KdaDecodeLaunch p) {
 
 // The form used when DS_KDA_DECODE is unset or names no form (kda_launch.h lists them). On an H200
 // (H = 32, batch 1-256) cols-hf moved the state at 1.09-1.36x the rate of rows, and no other form
-// was faster at batch >= 32 (docs/perf.md, KDA decode forms).
-constexpr const char* kDefaultDecodeForm = "cols-hf";
+// was faster at batch >= 32; as a programmatic dependent launch (-pdl) it gained 0.6-3 % more at
+// batch 32-256, 4-5 % with the state loads overlapping the previous kernel (docs/perf.md).
+constexpr const char* kDefaultDecodeForm = "cols-hf-pdl";
 
 KdaDecodeForm parse_kda_decode_form(const char* name) {
   std::string_view n = name ? name : kDefaultDecodeForm;
@@ -135,6 +136,7 @@ KdaDecodeForm parse_kda_decode_form(const char* name) {
     more = false;
     if (suffix("-pf")) f.prefetch = more = true;
     if (suffix("-hf")) f.heads_first = more = true;
+    if (suffix("-pdl")) f.pdl = more = true;
   }
   if (n == "rows") return KdaDecodeForm{};
   if (n == "cols") return f.cols = true, f;

@@ -9,7 +9,14 @@
 //     128-byte lines, and kᵀS', qᵀS' for a column are finished with two warp shuffles: the update
 //     and the 16-byte stores follow without a barrier;
 //   - kRegRows of the 32 rows sit in registers, the others are copied to shared memory by cp.async
-//     (no registers held while in flight), which lets more CTAs stay resident per multiprocessor.
+//     (no registers held while in flight), which lets more CTAs stay resident per multiprocessor;
+//   - launched as a programmatic dependent launch (form suffix -pdl), the CTAs may start while the
+//     kernel before them on the stream finishes: they load the weights, then wait for it
+//     (griddepcontrol.wait) before reading anything it may have written. With kEarly (the caller
+//     says that kernel writes none of the slot indices, conv windows and states read here) the
+//     state loads are issued before the wait as well, so they overlap that kernel's tail. Each CTA
+//     lets the next kernel launch as soon as it starts (griddepcontrol.launch_dependents); both
+//     instructions do nothing in a plain launch.
 // With S' = Diag(α) S and raw (unnormalised) conv outputs q̃, k̃ (q = q̃/|q̃|, k = k̃/|k̃|):
 //   kᵀS' = k̃ᵀS' / |k̃|,  e = v − kᵀS',  o = scale · (qᵀS' + β (q·k) e),  S ← S' + k̃ (β e / |k̃|).
 #include <cuda_bf16.h>
@@ -33,11 +40,17 @@ __device__ __forceinline__ void cp_async_wait_all() {
 __device__ __forceinline__ void prefetch_l2(const void* p) {
   asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p));
 }
+__device__ __forceinline__ void griddep_launch_dependents() {
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+}
+__device__ __forceinline__ void griddep_wait() {
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+}
 __device__ __forceinline__ float4 fma4(float4 a, float s, float4 c) {
   return make_float4(fmaf(a.x, s, c.x), fmaf(a.y, s, c.y), fmaf(a.z, s, c.z), fmaf(a.w, s, c.w));
 }
 
-template <class T, int kRegRows, int kMinCtas>
+template <class T, int kRegRows, int kMinCtas, bool kEarly>
 __global__ void __launch_bounds__(128, kMinCtas)
     kda_decode_cols_kernel(KdaDecodeLaunch p, int ahead, bool heads_first) {
   constexpr int kShRows = 32 - kRegRows;
@@ -53,44 +66,55 @@ __global__ void __launch_bounds__(128, kMinCtas)
   const int w = j / 32, lane = j % 32, cg = lane % 8, rs = lane / 8;
   const int P = p.H * kD, ch = h * kD + j;
 
-  // Small inputs first (channel j of q, k, v): activations, gate inputs, taps.
-  const T* pre[3] = {static_cast<const T*>(p.q), static_cast<const T*>(p.k), static_cast<const T*>(p.v)};
-  const int64_t pre_stride[3] = {p.q_stride, p.k_stride, p.v_stride};
-  float x[3], tap[3][kW];
+  griddep_launch_dependents();
+  // Weights first (taps, gate parameters, norm weight): no kernel of the step writes them.
+  float tap[3][kW];
 #pragma unroll
-  for (int pr = 0; pr < 3; ++pr) {
-    x[pr] = load_act(pre[pr], int64_t(bi) * pre_stride[pr] + ch);
+  for (int pr = 0; pr < 3; ++pr)
 #pragma unroll
     for (int t = 0; t < kW; ++t) tap[pr][t] = p.taps[(int64_t(pr) * P + ch) * kW + t];
-  }
-  const float z = load_act(static_cast<const T*>(p.f), int64_t(bi) * p.f_stride + ch) + p.dt_bias[ch];
+  const float dtb = p.dt_bias[ch], a_log = p.a_log[h], on = p.o_norm[j];
+
+  // The slot, its conv windows (channel j of q, k, v) and every state load of this thread: element
+  // (row r, column c) at S + r·128 + c, rows kRegRows.. to shared memory by cp.async.
+  int slot = 0;
+  float* win_base = nullptr;
+  float* S = nullptr;
+  float win[3][kWl];
+  float4 s[kRegRows];
+  auto load_state = [&] {
+    slot = p.slots[bi];
+    win_base = p.conv + int64_t(slot) * p.conv_stride + int64_t(ch) * kWl;
+#pragma unroll
+    for (int pr = 0; pr < 3; ++pr)
+#pragma unroll
+      for (int t = 0; t < kWl; ++t) win[pr][t] = win_base[int64_t(pr) * P * kWl + t];
+    S = p.pool + int64_t(slot) * p.slot_stride + int64_t(h) * kD * kD + 32 * w + 4 * cg + rs * kD;
+#pragma unroll
+    for (int i = kRegRows; i < 32; ++i) cp_async16(&s_sh[i - kRegRows][j], S + i * 4 * kD, true);
+#pragma unroll
+    for (int i = 0; i < kRegRows; ++i) s[i] = *reinterpret_cast<const float4*>(S + i * 4 * kD);
+  };
+  if constexpr (kEarly) load_state();
+  griddep_wait();  // the previous kernel's writes (activations) are visible from here on
+
+  // Activations (channel j of q, k, v), gate inputs; then the state when not loaded above.
+  const T* pre[3] = {static_cast<const T*>(p.q), static_cast<const T*>(p.k), static_cast<const T*>(p.v)};
+  const int64_t pre_stride[3] = {p.q_stride, p.k_stride, p.v_stride};
+  float x[3];
+#pragma unroll
+  for (int pr = 0; pr < 3; ++pr) x[pr] = load_act(pre[pr], int64_t(bi) * pre_stride[pr] + ch);
+  const float z = load_act(static_cast<const T*>(p.f), int64_t(bi) * p.f_stride + ch) + dtb;
   const float b_raw = load_act(static_cast<const T*>(p.b), int64_t(bi) * p.b_stride + h);
-  const float a_log = p.a_log[h];
-  const int slot = p.slots[bi];
+  if constexpr (!kEarly) load_state();
   // Optional L2 prefetch of the state of the CTA `ahead` places later in launch order (about the
   // one that starts when this one ends): DRAM reads in flight without registers or shared memory.
   const int64_t next = lin + ahead;
   const bool prefetch = ahead > 0 && next < int64_t(p.B) * p.H;
-  const int64_t next_b = heads_first ? next / p.H : next % p.B,
-                next_h = heads_first ? next % p.H : next / p.B;
-  const int next_slot = prefetch ? p.slots[next_b] : 0;
-  float* win_base = p.conv + int64_t(slot) * p.conv_stride + int64_t(ch) * kWl;
-  float win[3][kWl];
-#pragma unroll
-  for (int pr = 0; pr < 3; ++pr)
-#pragma unroll
-    for (int t = 0; t < kWl; ++t) win[pr][t] = win_base[int64_t(pr) * P * kWl + t];
-
-  // Every state load of this thread: element (row r, column c) at S + r·128 + c.
-  float* S = p.pool + int64_t(slot) * p.slot_stride + int64_t(h) * kD * kD + 32 * w + 4 * cg + rs * kD;
-#pragma unroll
-  for (int i = kRegRows; i < 32; ++i) cp_async16(&s_sh[i - kRegRows][j], S + i * 4 * kD, true);
-  float4 s[kRegRows];
-#pragma unroll
-  for (int i = 0; i < kRegRows; ++i) s[i] = *reinterpret_cast<const float4*>(S + i * 4 * kD);
-
   if (prefetch) {
-    const float* sn = p.pool + int64_t(next_slot) * p.slot_stride + next_h * kD * kD;
+    const int64_t next_b = heads_first ? next / p.H : next % p.B,
+                  next_h = heads_first ? next % p.H : next / p.B;
+    const float* sn = p.pool + int64_t(p.slots[next_b]) * p.slot_stride + next_h * kD * kD;
 #pragma unroll
     for (int q = 0; q < 4; ++q) prefetch_l2(sn + (q * 128 + j) * 32);  // 512 lines of 128 bytes
   }
@@ -164,16 +188,15 @@ __global__ void __launch_bounds__(128, kMinCtas)
   if (rs == 0) *reinterpret_cast<float4*>(&o_s[32 * w + 4 * cg]) = o;
   if (lane == 0) red[3][w] = o2;
   const float rg = load_act(static_cast<const T*>(p.r), int64_t(bi) * p.r_stride + ch);
-  const float on = p.o_norm[j];
   __syncthreads();
   const float ms = red[3][0] + red[3][1] + red[3][2] + red[3][3];
   const float y = o_s[j] * rsqrtf(ms / kD + p.eps) * on / (1.0f + expf(-rg));
   store_act(static_cast<T*>(p.y), int64_t(bi) * p.y_stride + ch, y);
 }
 
-template <class T, int kRegRows, int kMinCtas>
+template <class T, int kRegRows, int kMinCtas, bool kEarly>
 void launch_form(const KdaDecodeLaunch& l, const KdaDecodeForm& form) {
-  const auto kernel = kda_decode_cols_kernel<T, kRegRows, kMinCtas>;
+  const auto kernel = kda_decode_cols_kernel<T, kRegRows, kMinCtas, kEarly>;
   if constexpr (kRegRows < 32) {  // room for kMinCtas × 36 KiB of shared memory per multiprocessor
     static const cudaError_t carveout = cudaFuncSetAttribute(
         kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
@@ -193,15 +216,29 @@ void launch_form(const KdaDecodeLaunch& l, const KdaDecodeForm& form) {
   };
   const bool hf = form.heads_first && l.B <= 65535;  // grid y limit
   const dim3 grid = hf ? dim3{unsigned(l.H), unsigned(l.B)} : dim3{unsigned(l.B), unsigned(l.H)};
-  kernel<<<grid, 128, 0, static_cast<cudaStream_t>(l.stream)>>>(l, form.prefetch ? resident() : 0, hf);
+  const int ahead = form.prefetch ? resident() : 0;
+  const cudaStream_t stream = static_cast<cudaStream_t>(l.stream);
+  if (form.pdl && stream != nullptr) {  // the legacy default stream keeps plain launches
+    cudaLaunchAttribute attr{};
+    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr.val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg{};
+    cfg.gridDim = grid, cfg.blockDim = dim3{128}, cfg.dynamicSmemBytes = 0, cfg.stream = stream;
+    cfg.attrs = &attr, cfg.numAttrs = 1;
+    check(cudaLaunchKernelEx(&cfg, kernel, l, ahead, hf), "kda_decode (columns) programmatic launch");
+  } else {
+    kernel<<<grid, 128, 0, stream>>>(l, ahead, hf);
+  }
   check_launch("kda_decode (columns) kernel");
 }
 
 template <class T>
 void launch_typed(const KdaDecodeLaunch& l, const KdaDecodeForm& form) {
-  if (form.smem_ctas == 4) return launch_form<T, 16, 4>(l, form);
-  if (form.smem_ctas == 5) return launch_form<T, 16, 5>(l, form);
-  return launch_form<T, 32, 3>(l, form);
+  if (form.smem_ctas == 4) return launch_form<T, 16, 4, false>(l, form);
+  if (form.smem_ctas == 5) return launch_form<T, 16, 5, false>(l, form);
+  // State loads before the wait only where the caller allows it and the launch is programmatic.
+  if (form.pdl && l.overlap_prior_kernel && l.stream != nullptr) return launch_form<T, 32, 3, true>(l, form);
+  return launch_form<T, 32, 3, false>(l, form);
 }
 
 }  // namespace

@@ -41,21 +41,25 @@ struct KdaDecodeLaunch {
   int64_t conv_stride;
   const int32_t* slots;  // device [B]
   void* stream = nullptr;
+  bool overlap_prior_kernel = false;  // KdaDecodeArgs::overlap_prior_kernel
 };
 
 void launch_kda_prefill(const KdaPrefillLaunch& l);
-// Decode. launch_kda_decode runs the form named by env DS_KDA_DECODE, else cols-hf (the fastest
+// Decode. launch_kda_decode runs the form named by env DS_KDA_DECODE, else cols-hf-pdl (the fastest
 // measured; kda_decode.cu):
 //   rows         state rows split over warps, state in registers (kda_decode.cu, the plain form);
 //   cols         value columns per warp, state in registers (kda_decode_cols.cu);
 //   cols-smem4, cols-smem5  the same with half the state rows in shared memory (4 / 5 CTAs per SM);
-// with suffixes -pf (L2 prefetch of the state of the CTA one residency later in launch order) and
-// -hf (heads first in launch order: the CTAs of one sequence run together), e.g. cols-smem5-pf-hf.
+// with suffixes -pf (L2 prefetch of the state of the CTA one residency later in launch order),
+// -hf (heads first in launch order: the CTAs of one sequence run together) and -pdl (programmatic
+// dependent launch on a non-null stream: the CTAs start while the previous kernel finishes and wait
+// for it before reading its outputs; the state loads too unless overlap_prior_kernel), e.g.
+// cols-smem5-pf-hf, cols-hf-pdl.
 // The column forms need conv size 4; other sizes take the rows form.
 struct KdaDecodeForm {
   bool cols = false;
   int smem_ctas = 0;  // 0: whole state in registers (3 CTAs per SM); 4 or 5: half in shared memory
-  bool prefetch = false, heads_first = false;
+  bool prefetch = false, heads_first = false, pdl = false;
 };
 KdaDecodeForm parse_kda_decode_form(const char* name);  // nullptr or unknown: the default
 void launch_kda_decode(const KdaDecodeLaunch& l);

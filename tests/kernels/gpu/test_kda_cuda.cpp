@@ -13,6 +13,7 @@
 // rounding (bf16 I/O).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -236,7 +237,7 @@ TEST_F(KdaCuda, DecodeMatchesCpu) {
 // Every decode form (env DS_KDA_DECODE, kernels/cuda/kda_launch.h) computes the same function.
 TEST_F(KdaCuda, DecodeFormsMatchCpu) {
   for (const char* form : {"rows", "cols", "cols-smem4", "cols-smem5", "cols-pf", "cols-smem5-pf", "cols-hf",
-                           "cols-smem5-pf-hf"}) {
+                           "cols-smem5-pf-hf", "cols-hf-pdl"}) {
     setenv("DS_KDA_DECODE", form, 1);
     const std::string f = form;
     expect_decode(KdaDecodeCase::make(64, 32, 128, std::nullopt, DType::BF16, 41),
@@ -244,6 +245,70 @@ TEST_F(KdaCuda, DecodeFormsMatchCpu) {
     expect_decode(KdaDecodeCase::make(5, 8, 128, -5.0f, DType::F32, 42), (f + " safe f32 B5 H8").c_str());
     expect_decode(KdaDecodeCase::make(2, 96, 128, std::nullopt, DType::F32, 43),
                   (f + " softplus f32 B2 H96").c_str());
+  }
+  unsetenv("DS_KDA_DECODE");
+}
+
+// Three decode steps queued back to back on one stream, as programmatic dependent launches where
+// the form has them: step 2 on the slots step 1 has just written (no overlap allowed: it must read
+// step 1's states and windows), step 3 on other slots with overlap_prior_kernel (it may load its
+// states while step 2 runs). Each step's y, and the pools at the end, match three CPU steps.
+TEST_F(KdaCuda, DecodeStepsBackToBackOnAStream) {
+  for (const char* form : {"cols-hf-pdl", "cols-hf", "rows"}) {
+    setenv("DS_KDA_DECODE", form, 1);
+    const KdaDecodeCase c = KdaDecodeCase::make(64, 32, 128, std::nullopt, DType::BF16, 51);
+    std::vector<int32_t> other;  // B slots that step 1 does not touch
+    for (int32_t i = 0; i < int32_t(c.n_slots) && int64_t(other.size()) < c.B; ++i)
+      if (std::find(c.slots.begin(), c.slots.end(), i) == c.slots.end()) other.push_back(i);
+    KdaDecodeCase c3 = c;
+    c3.slots = other;
+
+    DeviceBuffer q = upload(c.q), k = upload(c.k), v = upload(c.v), f = upload(c.f), b = upload(c.b),
+                 r = upload(c.r);
+    DeviceBuffer pool = DeviceBuffer::from(c.pool), conv = DeviceBuffer::from(c.conv);
+    DeviceBuffer taps = DeviceBuffer::from(c.taps), norm = DeviceBuffer::from(c.o_norm);
+    DeviceBuffer a_log = DeviceBuffer::from(c.a_log), dt = DeviceBuffer::from(c.dt_bias);
+    DeviceBuffer slots1 = DeviceBuffer::from(c.slots), slots3 = DeviceBuffer::from(c3.slots);
+    DeviceBuffer y[3] = {DeviceBuffer(c.r.bytes.size()), DeviceBuffer(c.r.bytes.size()),
+                         DeviceBuffer(c.r.bytes.size())};
+    cudaStream_t stream = nullptr;
+    cuda::check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
+    for (int step = 0; step < 3; ++step) {
+      const DeviceBuffer& sl = step == 2 ? slots3 : slots1;
+      KdaDecodeArgs a = c.args(Device::Cuda, q.data(), k.data(), v.data(), f.data(), b.data(), r.data(),
+                               y[step].data(), pool.as<float>(), conv.as<float>(), taps.as<float>(),
+                               norm.as<float>(), a_log.as<float>(), dt.as<float>(), sl.as<int32_t>());
+      a.stream = stream;
+      a.overlap_prior_kernel = step == 2;
+      kda_decode(a);
+    }
+    cuda::check(cudaStreamSynchronize(stream), "kda_decode steps");
+    cuda::check(cudaStreamDestroy(stream), "stream");
+
+    // The same three steps on the CPU.
+    KdaDecodeCase cs = c;
+    std::vector<float> want_y[3];
+    for (int step = 0; step < 3; ++step) {
+      if (step == 2) cs.slots = c3.slots;
+      std::vector<float> pool_out, conv_out;
+      cs.reference(want_y[step], pool_out, conv_out);
+      cs.pool = std::move(pool_out), cs.conv = std::move(conv_out);
+    }
+    const std::string name = std::string(form) + " back to back";
+    for (int step = 0; step < 3; ++step) {
+      HostTensor got = HostTensor::make(c.r.dtype, c.r.rows, c.r.cols);
+      got.bytes = y[step].to_host<uint8_t>();
+      const std::vector<float> got_y = got.to_f32();
+      const double ey = test::rel_l2(got_y.data(), want_y[step].data(), want_y[step].size());
+      std::printf("[kda_decode %s] step %d: rel L2 error y %.3e\n", name.c_str(), step + 1, ey);
+      EXPECT_LT(ey, 4e-3) << name << " step " << step + 1;
+    }
+    const std::vector<float> got_pool = pool.to_host<float>(), got_conv = conv.to_host<float>();
+    const double es = test::rel_l2(got_pool.data(), cs.pool.data(), cs.pool.size());
+    const double ec = test::max_abs_diff(got_conv.data(), cs.conv.data(), cs.conv.size());
+    std::printf("[kda_decode %s] states %.3e, conv max |d| %.1e\n", name.c_str(), es, ec);
+    EXPECT_LT(es, 1e-5) << name;
+    EXPECT_EQ(ec, 0.0) << name;
   }
   unsetenv("DS_KDA_DECODE");
 }
