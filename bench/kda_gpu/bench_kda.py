@@ -394,7 +394,8 @@ def main():
     ap.add_argument('--fla', required=True)
     ap.add_argument('--quick', action='store_true', help='a few shapes only')
     ap.add_argument('--parts', default='prefill,checkpoints,decode,sweep',
-                    help='any of prefill, checkpoints, decode, sweep (recurrence warps), segments')
+                    help='any of prefill, checkpoints, decode, sweep (recurrence warps), segments, '
+                         'stages (recurrence pipeline depth)')
     ap.add_argument('--out', default='')
     ap.add_argument('--reps', type=int, default=10)
     ap.add_argument('--gates', default='safe,softplus')
@@ -427,7 +428,7 @@ def main():
         print(f'device-to-device copy of {m} MiB: {bw / 1e12:.3f} TB/s (read + write)')
     print(f'bf16 8192^3 matmul: {mm / 1e12:.0f} TFLOP/s')
     results = dict(_out=a.out, copy_TBps=copy_bw / 1e12, copies_TBps={m: bw / 1e12 for m, bw in copies.items()}, matmul_TFLOPs=mm / 1e12, prefill=[], checkpoints=[],
-                   decode=[], sweep=[], segments=[],
+                   decode=[], sweep=[], segments=[], stages=[],
                    env=dict(device=torch.cuda.get_device_name(), torch=torch.__version__,
                             k2_warps=os.environ.get('DS_KDA_K2_WARPS', 'auto')))
     flush = torch.empty(256 << 20, dtype=torch.uint8, device='cuda')
@@ -466,6 +467,10 @@ def main():
         seg_cases = [(gate, H, T) for gate in a.gates.split(',') for H, T in ((32, 8192), (32, 65536), (96, 65536))]
         run_env_sweep(ours, 'overlapped prep/recurrence segments per call', 'DS_KDA_SEGMENTS', (1, 2, 4, 8, 16, 32),
                       's=', seg_cases, a.reps, results, 'segments', flush)
+    if 'stages' in parts:
+        st_cases = [(gate, H, T) for gate in a.gates.split(',') for H, T in ((32, 32768), (64, 32768), (96, 32768))]
+        run_env_sweep(ours, 'recurrence pipeline stages', 'DS_KDA_K2_STAGES', (3, 4, 6, 8), 'st=', st_cases,
+                      a.reps, results, 'stages', flush)
     if 'sweep' in parts:
         run_env_sweep(ours, 'recurrence-kernel warps per CTA', 'DS_KDA_K2_WARPS', (2, 4, 8), 'w=',
                       [('safe', 32, 32768), ('safe', 96, 32768), ('softplus', 64, 32768)], a.reps, results, 'sweep',

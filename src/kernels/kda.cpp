@@ -125,12 +125,12 @@ void kda_prefill(const KdaPrefillArgs& a) {
     const KdaCheckpointRequest& c = a.checkpoints[i];
     DS_CHECK(c.seq >= 0 && c.seq < N, "{}: checkpoint {} names sequence {} of {}", op, i, c.seq, N);
     const int64_t len = a.cu_seqlens[size_t(c.seq) + 1] - a.cu_seqlens[size_t(c.seq)];
-    DS_CHECK(
-        c.after_tokens > 0 && c.after_tokens <= len &&
-            (c.after_tokens % kKdaCheckpointAlign == 0 || c.after_tokens == len || a.exact),
-        "{}: checkpoint after {} tokens of sequence {} (length {}) must be in (0, len] and a multiple of {} "
-        "or the end",
-        op, c.after_tokens, c.seq, len, kKdaCheckpointAlign);
+    DS_CHECK(c.after_tokens > 0 && c.after_tokens <= len &&
+                 (c.after_tokens % kKdaCheckpointAlign == 0 || c.after_tokens == len || a.exact ||
+                  dev == Device::Cuda),
+             "{}: checkpoint after {} tokens of sequence {} (length {}) must be in (0, len] and, on the "
+             "CPU's chunked form, a multiple of {} or the end",
+             op, c.after_tokens, c.seq, len, kKdaCheckpointAlign);
     check_slot(op, "checkpoint", c.seq, c.slot, a.pool.n_slots, false);
     if (i > 0) {
       const KdaCheckpointRequest& p = a.checkpoints[i - 1];

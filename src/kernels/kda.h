@@ -91,10 +91,12 @@ struct KdaStatePool {
 struct KdaCheckpointRequest {
   int32_t seq = 0;
   int32_t slot = 0;
-  int64_t after_tokens = 0;  // in (0, len]; a multiple of kKdaCheckpointAlign or == len
+  int64_t after_tokens = 0;  // in (0, len]; CPU chunked form: a multiple of kKdaCheckpointAlign or == len
 };
 
 // Positions the batched prefill can emit without splitting its work (tokens, from the call's start).
+// The CPU's chunked form emits only there (or at a sequence's end); the CUDA kernel anywhere, by
+// cutting the chunk holding the position short there (a partial chunk and one more segment).
 inline constexpr int64_t kKdaCheckpointAlign = 16;
 
 // Variable-length prefill of N sequences packed along T (rows cu_seqlens[n] .. cu_seqlens[n+1]).

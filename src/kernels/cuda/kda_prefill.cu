@@ -19,7 +19,7 @@
 //   rows of the transposed state Sᵀ [V, K] in f32 registers and walks the chunks in order:
 //     Xᵀ = Vᵀ − Sᵀ K̂ᵀ,  Ṽᵀ = Xᵀ Aᵀ,  Oᵀ = Sᵀ Q̂ᵀ + Ṽᵀ Mᵀ,  Sᵀ ← Sᵀ Diag(γ) + Ṽᵀ K̃
 //   all as bf16 mma.sync with f32 accumulation (the state is rounded to bf16 only as an mma operand,
-//   as fla does). Chunk records and value tiles stream through a 3-stage cp.async pipeline. The
+//   as fla does). Chunk records and value tiles stream through a pipeline of 3 to 8 stages. The
 //   state is emitted (f32, [K, V] layout) into checkpoint slots after the requested chunks and into
 //   the final slot at the end.
 // A call over long sequences is cut into segments (kda_prefill_plan.h): the prep kernels run on the
@@ -31,6 +31,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
@@ -48,7 +49,28 @@ using namespace kda_prefill_detail;
 
 // ---- K2 ----------------------------------------------------------------------------------
 
-constexpr int kStages = 3;
+// Stages of the record / value-tile pipeline: 2 .. kMaxStages (kernel argument).
+constexpr int kMaxStages = 8;
+
+// cp.async.wait_group with a run-time count, clamped to what the pipeline can have in flight.
+__device__ __forceinline__ void cp_async_wait_upto(int n) {
+  switch (n) {
+    case 0:
+      return cp_async_wait<0>();
+    case 1:
+      return cp_async_wait<1>();
+    case 2:
+      return cp_async_wait<2>();
+    case 3:
+      return cp_async_wait<3>();
+    case 4:
+      return cp_async_wait<4>();
+    case 5:
+      return cp_async_wait<5>();
+    default:
+      return cp_async_wait<6>();
+  }
+}
 
 template <class T, int kWarps>
 struct K2Stage {
@@ -70,6 +92,7 @@ struct K2Params {
   const int* seq_meta;  // [pieces][kPieceMetaInts]
   const int* ck_chunk;  // chunk index (within its sequence) after which to emit
   const int* ck_slot;
+  int stages;  // pipeline depth, 2 .. kMaxStages
 };
 
 // Sᵀ fragment of this thread (16 n-tiles over the key dim) -> S[kd][v] at `dst` ([K, V] layout).
@@ -89,8 +112,9 @@ template <class T, int kWarps>
 __global__ void __launch_bounds__(kWarps * 32) kda_recurrence_kernel(K2Params p) {
   using Stage = K2Stage<T, kWarps>;
   extern __shared__ __align__(128) uint8_t smem_raw[];
+  const int depth = p.stages;
   Stage* stages = reinterpret_cast<Stage*>(smem_raw);
-  uint64_t* bars = reinterpret_cast<uint64_t*>(smem_raw + kStages * sizeof(Stage));
+  uint64_t* bars = reinterpret_cast<uint64_t*>(smem_raw + depth * sizeof(Stage));
 
   const int n = blockIdx.x, h = blockIdx.y;
   const int v0 = blockIdx.z * Stage::kVCols;
@@ -103,7 +127,7 @@ __global__ void __launch_bounds__(kWarps * 32) kda_recurrence_kernel(K2Params p)
   const int64_t head_off = int64_t(h) * kD * kD;
 
   if (threadIdx.x == 0) {
-    for (int s = 0; s < kStages; ++s) mbar_init(&bars[s], 1);
+    for (int s = 0; s < depth; ++s) mbar_init(&bars[s], 1);
     fence_barrier_init();
   }
 
@@ -125,44 +149,76 @@ __global__ void __launch_bounds__(kWarps * 32) kda_recurrence_kernel(K2Params p)
   }
   __syncthreads();  // barriers initialised
 
-  // Loads of chunk c: the record (one bulk copy by thread 0) and this CTA's value tile (cp.async:
-  // one or two 16-byte pieces per thread), zero-filled past the sequence's end.
-  const uint8_t* rec0 = p.records + (int64_t(h) * p.n_chunks + meta[kChunk0]) * kRecordBytes;
-  constexpr int kVPieces = kC * Stage::kVCols * int(sizeof(T)) / 16, kPerRow = kVPieces / kC;
-  const T* vbase = static_cast<const T*>(p.v) + row0 * p.v_stride + int64_t(h) * kD + v0;
-  auto issue = [&](int c) {
-    Stage& st = stages[c % kStages];
-    if (threadIdx.x == 0) {
-      mbar_arrive_expect_tx(&bars[c % kStages], kRecordBytes);
-      bulk_copy_to_shared(st.rec, rec0 + int64_t(c) * kRecordBytes, kRecordBytes, &bars[c % kStages]);
-    }
-    for (int i = threadIdx.x; i < kVPieces; i += blockDim.x) {
-      const int r = i / kPerRow, col = (i % kPerRow) * (16 / int(sizeof(T)));
-      const bool valid = c * kC + r < len;
-      cp_async16(&st.V[r][col], valid ? vbase + (int64_t(c) * kC + r) * p.v_stride + col : vbase, valid);
-    }
-  };
+  // Everything addressed in the loop is set up here, once: the per-lane byte offsets of the
+  // ldmatrix rows inside a stage (a 128-wide swizzled tile has four distinct patterns per lane;
+  // k-steps 4..7 are 128 bytes further), the global source and shared destination of this thread's
+  // value-tile pieces, and its output rows. The loop then only adds stage bases and strides.
+  const uint32_t smem0 = smem_addr(smem_raw);
+  constexpr uint32_t kStageBytes = sizeof(Stage);
+  uint32_t off_kq[4], off_kt[4];
 #pragma unroll
-  for (int s = 0; s < kStages - 1; ++s) {
+  for (int j = 0; j < 4; ++j) {
+    off_kq[j] = 2 * swz128((mat / 2) * 8 + rr, 16 * j + (mat % 2) * 8);
+    off_kt[j] = 2 * swz128((mat % 2) * 8 + rr, 8 * (2 * j + mat / 2));
+  }
+  const uint32_t off_am = 2 * swz16((mat / 2) * 8 + rr, (mat % 2) * 8);
+
+  // Loads of chunk c into stage s: the record (one bulk copy by thread 0) and this CTA's value
+  // tile (cp.async: kPer 16-byte pieces per thread), zero-filled past the sequence's end. Chunks
+  // are issued in order, so each piece's source advances by one chunk of rows per issue.
+  const uint8_t* rec0 = p.records + (int64_t(h) * p.n_chunks + meta[kChunk0]) * kRecordBytes;
+  constexpr int kPerRow = Stage::kVCols * int(sizeof(T)) / 16;  // pieces per token row
+  constexpr int kPer = kC * kPerRow / (kWarps * 32);            // pieces per thread (1 or 2)
+  static_assert(kPer * kWarps * 32 == kC * kPerRow);
+  const int64_t v_step = int64_t(kC) * p.v_stride;
+  const T* vsrc[kPer];
+  uint32_t vdst[kPer];
+  int vrow[kPer];
+#pragma unroll
+  for (int j = 0; j < kPer; ++j) {
+    const int i = threadIdx.x + j * kWarps * 32, r = i / kPerRow, col = (i % kPerRow) * (16 / int(sizeof(T)));
+    vrow[j] = r;
+    vsrc[j] = static_cast<const T*>(p.v) + (row0 + r) * p.v_stride + int64_t(h) * kD + v0 + col;
+    vdst[j] = uint32_t(offsetof(Stage, V)) + uint32_t(r * Stage::kVLd + col) * uint32_t(sizeof(T));
+  }
+  int issued = 0;  // chunks issued so far
+  auto issue = [&](int s) {
+    if (threadIdx.x == 0) {
+      mbar_arrive_expect_tx(&bars[s], kRecordBytes);
+      bulk_copy_to_shared(stages[s].rec, rec0 + int64_t(issued) * kRecordBytes, kRecordBytes, &bars[s]);
+    }
+    const uint32_t base = smem0 + uint32_t(s) * kStageBytes;
+#pragma unroll
+    for (int j = 0; j < kPer; ++j) {
+      const bool valid = issued * kC + vrow[j] < len;
+      asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(base + vdst[j]),
+                   "l"(valid ? vsrc[j] : static_cast<const T*>(p.v)), "r"(valid ? 16 : 0));
+      vsrc[j] += v_step;
+    }
+    ++issued;
+  };
+  for (int s = 0; s < depth - 1; ++s) {
     if (s < nch) issue(s);
     cp_async_commit();
   }
 
   int ck = meta[kCk0];
   const int ck_end = meta[kCk1];
-  T* out = static_cast<T*>(p.o) + row0 * p.o_stride + int64_t(h) * kD;
+  int ck_next = ck < ck_end ? p.ck_chunk[ck] : -1;  // chunk after which the next checkpoint is due
+  // Output element (token 2t + e + 8 nt, value row vr0 + 8 i) of chunk c at orow + c·16·stride
+  // + (e + 8 nt)·stride + 8 i.
+  T* orow = static_cast<T*>(p.o) + (row0 + 2 * t) * p.o_stride + int64_t(h) * kD + vr0;
+  const int64_t o_step = int64_t(kC) * p.o_stride, os1 = p.o_stride, os8 = 8 * p.o_stride, os9 = os8 + os1;
+  int s = 0, s_prev = depth - 1;  // stage of chunk c, and of chunk c - 1 (refilled with c + depth - 1)
+  uint32_t parity = 0;            // of stage s's barrier for chunk c
   for (int c = 0; c < nch; ++c) {
-    cp_async_wait<kStages - 2>();
-    __syncthreads();  // value tile c visible; stage (c - 1) % kStages is free again
-    if (c + kStages - 1 < nch) issue(c + kStages - 1);
+    cp_async_wait_upto(depth - 2);
+    __syncthreads();  // value tile c visible; stage s_prev is free again
+    if (issued < nch) issue(s_prev);
     cp_async_commit();
-    mbar_wait(&bars[c % kStages], (c / kStages) & 1);
-    const Stage& st = stages[c % kStages];
-    const __nv_bfloat16* Kh = reinterpret_cast<const __nv_bfloat16*>(st.rec + kOffKhat);
-    const __nv_bfloat16* Qh = reinterpret_cast<const __nv_bfloat16*>(st.rec + kOffQhat);
-    const __nv_bfloat16* Kt = reinterpret_cast<const __nv_bfloat16*>(st.rec + kOffKtil);
-    const __nv_bfloat16* Am = reinterpret_cast<const __nv_bfloat16*>(st.rec + kOffA);
-    const __nv_bfloat16* Mm = reinterpret_cast<const __nv_bfloat16*>(st.rec + kOffM);
+    mbar_wait(&bars[s], parity);
+    const Stage& st = stages[s];
+    const uint32_t rec = smem0 + uint32_t(s) * kStageBytes;
     const float* gamma = reinterpret_cast<const float*>(st.rec + kOffGamma);
 
     // Xᵀ and the first output term: Sᵀ K̂ᵀ and Sᵀ Q̂ᵀ (two interleaved accumulation chains each).
@@ -173,9 +229,9 @@ __global__ void __launch_bounds__(kWarps * 32) kda_recurrence_kernel(K2Params p)
                              pack_bf16(St[2 * ks + 1][0], St[2 * ks + 1][1]),
                              pack_bf16(St[2 * ks + 1][2], St[2 * ks + 1][3])};
       uint32_t kb[4], qb[4];
-      const int off = swz128((mat / 2) * 8 + rr, 16 * ks + (mat % 2) * 8);
-      ldmatrix_x4(kb, Kh + off);
-      ldmatrix_x4(qb, Qh + off);
+      const uint32_t off = off_kq[ks % 4] + (ks / 4) * 128;
+      ldmatrix_x4_at(kb, rec + kOffKhat + off);
+      ldmatrix_x4_at(qb, rec + kOffQhat + off);
       mma_16816(xa[ks & 1][0], a, kb[0], kb[1]);
       mma_16816(xa[ks & 1][1], a, kb[2], kb[3]);
       mma_16816(oa[ks & 1][0], a, qb[0], qb[1]);
@@ -196,9 +252,8 @@ __global__ void __launch_bounds__(kWarps * 32) kda_recurrence_kernel(K2Params p)
     const uint32_t xf[4] = {pack_bf16(x[0][0], x[0][1]), pack_bf16(x[0][2], x[0][3]),
                             pack_bf16(x[1][0], x[1][1]), pack_bf16(x[1][2], x[1][3])};
     uint32_t ab[4], mb[4];
-    const int off16 = swz16((mat / 2) * 8 + rr, (mat % 2) * 8);
-    ldmatrix_x4(ab, Am + off16);
-    ldmatrix_x4(mb, Mm + off16);
+    ldmatrix_x4_at(ab, rec + kOffA + off_am);
+    ldmatrix_x4_at(mb, rec + kOffM + off_am);
     float vt[2][4] = {};
     mma_16816(vt[0], xf, ab[0], ab[1]);
     mma_16816(vt[1], xf, ab[2], ab[3]);
@@ -213,19 +268,18 @@ __global__ void __launch_bounds__(kWarps * 32) kda_recurrence_kernel(K2Params p)
     mma_16816(o[0], vf, mb[0], mb[1]);
     mma_16816(o[1], vf, mb[2], mb[3]);
     {
+      const int64_t rel[4] = {0, os1, os8, os9};  // tokens 2t, 2t + 1, 2t + 8, 2t + 9
       const int valid = len - c * kC;
-      T* rows = out + int64_t(c) * kC * p.o_stride;
 #pragma unroll
       for (int nt = 0; nt < 2; ++nt)
 #pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const int tok = 8 * nt + 2 * t + e;
-          if (tok < valid) {
-            T* row = rows + tok * p.o_stride;
-            row[vr0] = from_f32<T>(o[nt][e]);
-            row[vr0 + 8] = from_f32<T>(o[nt][2 + e]);
+        for (int e = 0; e < 2; ++e)
+          if (valid >= kC || 8 * nt + 2 * t + e < valid) {
+            T* row = orow + rel[2 * nt + e];
+            row[0] = from_f32<T>(o[nt][e]);
+            row[8] = from_f32<T>(o[nt][2 + e]);
           }
-        }
+      orow += o_step;
     }
     // Sᵀ ← Sᵀ Diag(γ) + Ṽᵀ K̃
 #pragma unroll
@@ -236,14 +290,17 @@ __global__ void __launch_bounds__(kWarps * 32) kda_recurrence_kernel(K2Params p)
 #pragma unroll
     for (int np = 0; np < 8; ++np) {
       uint32_t kb[4];
-      ldmatrix_x4_trans(kb, Kt + swz128((mat % 2) * 8 + rr, 8 * (2 * np + mat / 2)));
+      ldmatrix_x4_trans_at(kb, rec + kOffKtil + off_kt[np % 4] + (np / 4) * 128);
       mma_16816(St[2 * np], vf, kb[0], kb[1]);
       mma_16816(St[2 * np + 1], vf, kb[2], kb[3]);
     }
-    while (ck < ck_end && p.ck_chunk[ck] == c) {
+    while (ck_next == c) {
       store_state(p.pool + int64_t(p.ck_slot[ck]) * p.slot_stride + head_off, St, vr0);
       ++ck;
+      ck_next = ck < ck_end ? p.ck_chunk[ck] : -1;
     }
+    s_prev = s;
+    if (++s == depth) s = 0, parity ^= 1u;
   }
   cp_async_wait<0>();
   store_state(p.pool + int64_t(meta[kFinalSlot]) * p.slot_stride + head_off, St, vr0);
@@ -268,9 +325,18 @@ int k2_warps(int64_t n_seq_heads) {
   return n_seq_heads >= 2 * sms ? 8 : 4;
 }
 
+// K2 pipeline stages: env DS_KDA_K2_STAGES (2 .. kMaxStages), else 3.
+int k2_stages() {
+  if (const char* e = std::getenv("DS_KDA_K2_STAGES")) {
+    const int s = std::atoi(e);
+    if (s >= 2 && s <= kMaxStages) return s;
+  }
+  return 3;
+}
+
 template <class T, int kWarps>
 void launch_k2(const K2Params& p, int pieces, int H, cudaStream_t stream) {
-  const size_t smem = sizeof(K2Stage<T, kWarps>) * kStages + kStages * sizeof(uint64_t);
+  const size_t smem = sizeof(K2Stage<T, kWarps>) * p.stages + p.stages * sizeof(uint64_t);
   check(cudaFuncSetAttribute(kda_recurrence_kernel<T, kWarps>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              int(smem)),
         "kda_prefill: shared memory limit");
@@ -279,13 +345,15 @@ void launch_k2(const K2Params& p, int pieces, int H, cudaStream_t stream) {
   check_launch("kda_prefill recurrence kernel");
 }
 
-// Segments of one call (kda_prefill_plan.h): env DS_KDA_SEGMENTS (>= 1), else one per 128 chunks of
-// the longest sequence, 1 to 16; 1 while the stream is being captured into a graph (the segments
-// need a second stream).
-int prefill_segments(const KdaPrefillLaunch& a, cudaStream_t stream) {
-  cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
-  check(cudaStreamIsCapturing(stream, &capturing), "kda_prefill: capture status");
-  if (capturing != cudaStreamCaptureStatusNone) return 1;
+bool stream_capturing(cudaStream_t stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  check(cudaStreamIsCapturing(stream, &status), "kda_prefill: capture status");
+  return status != cudaStreamCaptureStatusNone;
+}
+
+// Segments asked of the plan (kda_prefill_plan.h; checkpoints off the chunk grid may add more): env
+// DS_KDA_SEGMENTS (>= 1), else one per 128 chunks of the longest sequence, 1 to 16.
+int prefill_segments(const KdaPrefillLaunch& a) {
   if (const char* e = std::getenv("DS_KDA_SEGMENTS")) {
     const int s = std::atoi(e);
     if (s >= 1) return s < 64 ? s : 64;
@@ -337,7 +405,8 @@ void launch_recurrence(const KdaPrefillLaunch& a, const int* d_blob, const uint8
                     a.slot_stride,
                     d_blob + plan.pieces_at + int64_t(first) * kPieceMetaInts,
                     d_blob + plan.ck_chunk_at,
-                    d_blob + plan.ck_slot_at};
+                    d_blob + plan.ck_slot_at,
+                    k2_stages()};
   switch (warps) {
     case 8:
       return launch_k2<T, 8>(p2, pieces, a.H, stream);
@@ -350,11 +419,16 @@ void launch_recurrence(const KdaPrefillLaunch& a, const int* d_blob, const uint8
 
 template <class T>
 void run_prefill(const KdaPrefillLaunch& a, cudaStream_t stream) {
+  // The plan is uploaded from host memory that lives only during this call, so a graph replay would
+  // read it after it is gone.
+  require(!stream_capturing(stream),
+          "kda_prefill: cannot be captured into a CUDA graph (its plan is uploaded "
+          "from host memory on every call)");
   keep_pool_memory();
   PhaseTimer timer;
   timer.mark(stream);
-  const int S = prefill_segments(a, stream);
-  const KdaPrefillPlan plan = plan_kda_prefill(a, S);
+  const KdaPrefillPlan plan = plan_kda_prefill(a, prefill_segments(a));
+  const int S = plan.segments();
   int* d_blob = nullptr;
   uint8_t* d_records = nullptr;
   check(cudaMallocAsync(reinterpret_cast<void**>(&d_blob), plan.blob.size() * sizeof(int) + 16, stream),

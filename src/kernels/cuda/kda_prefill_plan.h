@@ -2,10 +2,15 @@
 // table of the prep kernel, the per-piece table of the recurrence kernel and the checkpoint table,
 // uploaded as one int32 blob.
 //
-// The call may be cut into S segments: segment s holds piece s of every sequence (chunks
-// [s·n/S, (s+1)·n/S) of a sequence of n chunks), and its chunks are numbered after those of
-// segment s − 1. The prep kernel of segment s + 1 can then run while the recurrence walks segment
-// s; a sequence's later pieces start from its final slot, where the previous piece left the state.
+// A sequence is chunked from its start in 16-token chunks, except that a checkpoint which does not
+// fall on a chunk boundary ends a run: the chunk holding its last token is cut short there and the
+// next run is chunked from that position (the state after a short chunk is exact). The call may be
+// cut into S segments: the chunk list of a sequence of n chunks is split into S ranges
+// [s·n/S, (s+1)·n/S), each range again where a run ends (a piece never spans two runs, since the
+// recurrence assumes a piece's chunks are 16 rows apart), and piece j of every sequence goes to
+// segment j, whose chunks are numbered after those of segment j − 1. The prep kernel of segment
+// j + 1 can then run while the recurrence walks segment j; a sequence's later pieces start from
+// its final slot, where the previous piece left the state.
 #pragma once
 
 #include <cstdint>
@@ -31,8 +36,9 @@ struct KdaPrefillPlan {
   int segments() const { return int(piece_begin.size()) - 1; }
 };
 
-// The plan for `a` cut into `segments` (>= 1) segments. Empty sequences get one piece (no chunks)
-// in segment 0, so that their final slot receives the initial state.
+// The plan for `a` cut into `segments` (>= 1) segments, or more where checkpoints off the chunk
+// grid split a range. Empty sequences get one piece (no chunks) in segment 0, so that their final
+// slot receives the initial state.
 KdaPrefillPlan plan_kda_prefill(const KdaPrefillLaunch& a, int segments);
 
 }  // namespace ds::cuda

@@ -19,6 +19,7 @@
 #include <cstring>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "../kda_batch_case.h"
 #include "kernels/cuda/device_buffer.h"
@@ -128,6 +129,41 @@ TEST_F(KdaCuda, PrefillLongSequences) {
   expect_prefill(KdaPrefillCase::make({3001}, 2, 128, std::nullopt, DType::BF16, 29, 1024), "long softplus");
 }
 
+// Checkpoints off the 16-token grid (every 37, 5 or 100 tokens): the chunk holding each position is
+// cut short there and the sequence is chunked again from it, the pieces in successive segments.
+TEST_F(KdaCuda, PrefillCheckpointsOffTheChunkGrid) {
+  expect_prefill(KdaPrefillCase::make({300, 45, 0, 129, 7}, 2, 128, -5.0f, DType::BF16, 45, 37),
+                 "safe, every 37");
+  expect_prefill(KdaPrefillCase::make({90, 33}, 2, 128, std::nullopt, DType::BF16, 46, 5, true),
+                 "softplus steep, every 5");
+  setenv("DS_KDA_SEGMENTS", "4", 1);
+  expect_prefill(KdaPrefillCase::make({700, 61}, 3, 128, -5.0f, DType::F32, 47, 100),
+                 "safe f32, every 100, 4 segments");
+  unsetenv("DS_KDA_SEGMENTS");
+}
+
+// A prefill uploads its plan from host memory on every call: capturing it into a graph is refused
+// with an error (a replay would read freed memory), and nothing is queued.
+TEST_F(KdaCuda, PrefillRefusesGraphCapture) {
+  const KdaPrefillCase c = KdaPrefillCase::make({40}, 2, 128, -5.0f, DType::BF16, 49);
+  DeviceBuffer q = upload(c.q), k = upload(c.k), v = upload(c.v), f = upload(c.f), b = upload(c.b);
+  DeviceBuffer o(c.v.bytes.size()), pool = DeviceBuffer::from(c.pool), a_log = DeviceBuffer::from(c.a_log),
+                                    dt = DeviceBuffer::from(c.dt_bias);
+  KdaPrefillArgs a = c.args(Device::Cuda, q.data(), k.data(), v.data(), f.data(), b.data(), o.data(),
+                            pool.as<float>(), a_log.as<float>(), dt.as<float>());
+  cudaStream_t stream = nullptr;
+  cuda::check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
+  a.stream = stream;
+  cuda::check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "begin capture");
+  EXPECT_THROW(kda_prefill(a), Error);
+  cudaGraph_t graph = nullptr;
+  cuda::check(cudaStreamEndCapture(stream, &graph), "end capture");
+  size_t nodes = 0;
+  cuda::check(cudaGraphGetNodes(graph, nullptr, &nodes), "graph nodes");
+  EXPECT_EQ(nodes, 0u);
+  cudaGraphDestroy(graph), cudaStreamDestroy(stream);
+}
+
 TEST_F(KdaCuda, PrefillSplitAcrossCallsEqualsOneCall) {
   // Tokens [0, 96) then [96, 250) with the state carried in a slot == one call over [0, 250).
   const KdaPrefillCase whole = KdaPrefillCase::make({250}, 2, 128, std::nullopt, DType::BF16, 30);
@@ -163,6 +199,19 @@ TEST_F(KdaCuda, PrefillSplitAcrossCallsEqualsOneCall) {
   EXPECT_LT(ds, kPrefillTol);
 }
 
+// The raw bytes of o and the whole pool after one call (for bit-identity checks between forms).
+std::pair<std::vector<uint8_t>, std::vector<float>> run_prefill_bits(const KdaPrefillCase& c) {
+  DeviceBuffer q = upload(c.q), k = upload(c.k), v = upload(c.v), f = upload(c.f), b = upload(c.b);
+  DeviceBuffer o(c.v.bytes.size());
+  o.fill_bytes(0xff);
+  DeviceBuffer pool = DeviceBuffer::from(c.pool), a_log = DeviceBuffer::from(c.a_log),
+               dt = DeviceBuffer::from(c.dt_bias);
+  kda_prefill(c.args(Device::Cuda, q.data(), k.data(), v.data(), f.data(), b.data(), o.data(),
+                     pool.as<float>(), a_log.as<float>(), dt.as<float>()));
+  cuda::check(cudaDeviceSynchronize(), "kda_prefill");
+  return {o.to_host<uint8_t>(), pool.to_host<float>()};
+}
+
 // The call cut into segments (prep of segment s + 1 overlapping the recurrence of segment s, the
 // state carried through each sequence's final slot) gives the same bits as one segment, and both
 // match the oracle.
@@ -173,16 +222,7 @@ TEST_F(KdaCuda, PrefillSegmentsGiveIdenticalBits) {
     std::vector<float> pool_ref;
     for (const char* segments : {"1", "5", "64"}) {
       setenv("DS_KDA_SEGMENTS", segments, 1);
-      DeviceBuffer q = upload(c.q), k = upload(c.k), v = upload(c.v), f = upload(c.f), b = upload(c.b);
-      DeviceBuffer o(c.v.bytes.size());
-      o.fill_bytes(0xff);
-      DeviceBuffer pool = DeviceBuffer::from(c.pool), a_log = DeviceBuffer::from(c.a_log),
-                   dt = DeviceBuffer::from(c.dt_bias);
-      kda_prefill(c.args(Device::Cuda, q.data(), k.data(), v.data(), f.data(), b.data(), o.data(),
-                         pool.as<float>(), a_log.as<float>(), dt.as<float>()));
-      cuda::check(cudaDeviceSynchronize(), "kda_prefill segments test");
-      const std::vector<uint8_t> got_o = o.to_host<uint8_t>();
-      const std::vector<float> got_pool = pool.to_host<float>();
+      const auto [got_o, got_pool] = run_prefill_bits(c);
       if (o_ref.empty()) {
         o_ref = got_o, pool_ref = got_pool;
         continue;
@@ -194,6 +234,34 @@ TEST_F(KdaCuda, PrefillSegmentsGiveIdenticalBits) {
     setenv("DS_KDA_SEGMENTS", "3", 1);
     expect_prefill(c, lb ? "safe, 3 segments" : "softplus, 3 segments");
     unsetenv("DS_KDA_SEGMENTS");
+  }
+}
+
+// The recurrence's pipeline depth (env DS_KDA_K2_STAGES) changes only when loads are issued: the
+// same bits for every depth, at both CTA widths, for bf16 and f32 activations (different stage sizes).
+TEST_F(KdaCuda, PrefillPipelineDepthGivesIdenticalBits) {
+  for (DType dt_act : {DType::BF16, DType::F32}) {
+    const KdaPrefillCase c = KdaPrefillCase::make({300, 1, 77}, 3, 128, -5.0f, dt_act, 44, 64);
+    for (const char* warps : {"4", "8"}) {
+      std::vector<uint8_t> o_ref;
+      std::vector<float> pool_ref;
+      for (const char* stages : {"3", "2", "5", "8"}) {
+        setenv("DS_KDA_K2_WARPS", warps, 1);
+        setenv("DS_KDA_K2_STAGES", stages, 1);
+        const auto [got_o, got_pool] = run_prefill_bits(c);
+        if (o_ref.empty()) {
+          o_ref = got_o, pool_ref = got_pool;
+          continue;
+        }
+        const std::string what = std::string(warps) + " warps, " + stages + " stages";
+        EXPECT_EQ(got_o, o_ref) << what;
+        EXPECT_EQ(std::memcmp(got_pool.data(), pool_ref.data(), pool_ref.size() * sizeof(float)), 0) << what;
+      }
+    }
+    unsetenv("DS_KDA_K2_WARPS");
+    setenv("DS_KDA_K2_STAGES", "6", 1);
+    expect_prefill(c, dt_act == DType::F32 ? "f32, 6 stages" : "bf16, 6 stages");
+    unsetenv("DS_KDA_K2_STAGES");
   }
 }
 
