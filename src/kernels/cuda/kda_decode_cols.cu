@@ -26,6 +26,7 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/kda_launch.h"
 #include "kernels/cuda/mma.cuh"
+#include "kernels/cuda/pdl.cuh"
 #include "kernels/cuda/vec_load.cuh"
 
 namespace ds::cuda {
@@ -39,12 +40,6 @@ __device__ __forceinline__ void cp_async_wait_all() {
 }
 __device__ __forceinline__ void prefetch_l2(const void* p) {
   asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p));
-}
-__device__ __forceinline__ void griddep_launch_dependents() {
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-}
-__device__ __forceinline__ void griddep_wait() {
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");
 }
 __device__ __forceinline__ float4 fma4(float4 a, float s, float4 c) {
   return make_float4(fmaf(a.x, s, c.x), fmaf(a.y, s, c.y), fmaf(a.z, s, c.z), fmaf(a.w, s, c.w));
@@ -66,7 +61,7 @@ __global__ void __launch_bounds__(128, kMinCtas)
   const int w = j / 32, lane = j % 32, cg = lane % 8, rs = lane / 8;
   const int P = p.H * kD, ch = h * kD + j;
 
-  griddep_launch_dependents();
+  pdl_trigger();
   // Weights first (taps, gate parameters, norm weight): no kernel of the step writes them.
   float tap[3][kW];
 #pragma unroll
@@ -96,7 +91,7 @@ __global__ void __launch_bounds__(128, kMinCtas)
     for (int i = 0; i < kRegRows; ++i) s[i] = *reinterpret_cast<const float4*>(S + i * 4 * kD);
   };
   if constexpr (kEarly) load_state();
-  griddep_wait();  // the previous kernel's writes (activations) are visible from here on
+  pdl_wait();  // the previous kernel's writes (activations) are visible from here on
 
   // Activations (channel j of q, k, v), gate inputs; then the state when not loaded above.
   const T* pre[3] = {static_cast<const T*>(p.q), static_cast<const T*>(p.k), static_cast<const T*>(p.v)};
