@@ -25,10 +25,14 @@ if [ -f "$B/lib.tar.xz" ] && [ ! -d "$B/lib" ]; then mkdir -p "$B/lib" && tar -x
 mkdir -p "$B/lib"
 if [ -f "$B/extra.tar.xz" ]; then mkdir -p "$B/extra" && tar -xJf "$B/extra.tar.xz" -C "$B/extra"; fi
 if [ -f "$B/bin.tar.xz" ]; then tar -xJf "$B/bin.tar.xz" -C "$B" && rm -f "$B/bin.tar.xz"; fi
-for l in $(ldd "$B/deltaserve" | awk '/not found/ {print $1}'); do
-  [ -f "$B/extra/$l" ] && cp "$B/extra/$l" "$B/lib/"
-done
 source "$HERE/device_env.sh"
+# With lib/ on the library path, so that a copied library's own missing dependencies (ICU's data
+# library behind libicuuc) show up on the next pass.
+for pass in 1 2 3; do
+  for l in $(ldd "$B/deltaserve" | awk '/not found/ {print $1}'); do
+    [ -f "$B/extra/$l" ] && cp "$B/extra/$l" "$B/lib/"
+  done
+done
 export PYTHONUNBUFFERED=1 TRITON_PRINT_AUTOTUNING=1 TRITON_CACHE_DIR=${TRITON_CACHE_DIR:-/tmp/triton_cache}
 mkdir -p "$TRITON_CACHE_DIR"
 if [ -n "${TRITON_CACHE_IN:-}" ] && [ -f "$TRITON_CACHE_IN" ]; then tar -xzf "$TRITON_CACHE_IN" -C "$TRITON_CACHE_DIR"; fi
