@@ -6,6 +6,7 @@
 #include <exception>
 #include <map>
 #include <mutex>
+#include <numeric>
 #include <queue>
 #include <random>
 #include <thread>
@@ -40,8 +41,8 @@ class ReplayRun {
         cfg_(cfg),
         engine_(EngineConfig{cfg.scheduler, cfg.cache, false}, executor, clock),
         workload_(trace, cfg),
-        bound_(kBoundPageTokens, bound_budget(cfg.cache),
-               double(kBoundPageTokens * cfg.cache.sizes.kv_bytes_per_token),
+        bound_(bound_page_tokens(cfg.cache), bound_budget(cfg.cache),
+               double(bound_page_tokens(cfg.cache) * cfg.cache.sizes.kv_bytes_per_token),
                double(cfg.cache.sizes.live_state_bytes), cfg.scheduler.reserve_full_prompt) {}
 
   RunMetrics run();
@@ -60,9 +61,11 @@ class ReplayRun {
   }
   bool stopped() const { return cfg_.duration_s > 0 && engine_.now_s() >= cfg_.duration_s; }
 
-  // The offline bound hashes 64-token pages whatever the cache model's page: a coarser engine page
-  // is a union of these with the same residency, so the bound holds for every model.
-  static constexpr int64_t kBoundPageTokens = 64;
+  // The offline bound hashes pages of gcd(64, engine page) tokens: every engine page is then a union
+  // of bound pages with the same residency, and every hit the engine can make (a whole number of
+  // its pages) is a whole number of bound pages, so the bound holds for every cache model. (With a
+  // fixed 64 a 16-token engine page could hit up to 48 tokens past the bound's last page.)
+  static int64_t bound_page_tokens(const CacheConfig& c) { return std::gcd(c.page_tokens, int64_t{64}); }
   static double bound_budget(const CacheConfig& c) {
     double b = 0;
     for (const CacheTier& t : c.tiers) b += double(t.capacity_bytes);
@@ -114,8 +117,9 @@ void ReplayRun::send(ReplaySend r) {
   }
   const bool warmup = r.warmup;
   const int64_t oracle = r.oracle_hit_tokens;
-  std::vector<uint64_t> keys = OfflineBound::page_keys(req.tokens, kBoundPageTokens, true);
-  std::vector<int32_t> tail(req.tokens.begin() + static_cast<std::ptrdiff_t>(keys.size()) * kBoundPageTokens,
+  const int64_t bound_page = bound_page_tokens(cfg_.cache);
+  std::vector<uint64_t> keys = OfflineBound::page_keys(req.tokens, bound_page, true);
+  std::vector<int32_t> tail(req.tokens.begin() + static_cast<std::ptrdiff_t>(keys.size()) * bound_page,
                             req.tokens.end());
   in_flight_.emplace(req.id, InFlight{.send = std::move(r),
                                       .bound_keys = std::move(keys),
