@@ -3,13 +3,12 @@
 #include <cstring>
 
 #include "core/check.h"
+#include "core/element_read.h"
 
 namespace ds {
 
 float WeightView::at(int64_t r, int64_t c) const {
-  const int64_t i = r * cols + c;
-  if (dtype == DType::BF16) return bf16_to_f32(static_cast<const uint16_t*>(data)[i]);
-  return static_cast<const float*>(data)[i];
+  return bf16_or_f32_at(data, dtype, r * cols + c);
 }
 
 WeightView WeightView::slice_rows(int64_t r0, int64_t n) const {

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "core/element_read.h"
 #include "kernels/activation.h"
 #include "kernels/dispatch.h"
 #ifdef DS_HAVE_CUDA
@@ -67,11 +68,6 @@ void cpu_group(const TensorView& expert, int64_t E, const MoeGroups& g) {
   }
 }
 
-float weight_at(const void* base, DType dt, int64_t i) {
-  return dt == DType::BF16 ? bf16_to_f32(static_cast<const uint16_t*>(base)[i])
-                           : static_cast<const float*>(base)[i];
-}
-
 void cpu_grouped_glu(const TensorView& x, const GroupedExperts& w, const MoeGroups& g, const TensorView& h,
                      const TensorView& y) {
   const int32_t* off = ptr<const int32_t>(g.offsets);
@@ -87,15 +83,15 @@ void cpu_grouped_glu(const TensorView& x, const GroupedExperts& w, const MoeGrou
       for (int64_t i = 0; i < I; ++i) {
         float sg = 0.0f, su = 0.0f;
         for (int64_t c = 0; c < D; ++c) {
-          sg += weight_at(gate, w.dtype, i * D + c) * xr[c];
-          su += weight_at(up, w.dtype, i * D + c) * xr[c];
+          sg += bf16_or_f32_at(gate, w.dtype, i * D + c) * xr[c];
+          su += bf16_or_f32_at(up, w.dtype, i * D + c) * xr[c];
         }
         hr[i] = siluf(sg) * su;
       }
       float* yr = ptr<float>(y) + row * y.stride[0];
       for (int64_t d = 0; d < D; ++d) {
         float s = 0.0f;
-        for (int64_t i = 0; i < I; ++i) s += weight_at(down, w.dtype, d * I + i) * hr[i];
+        for (int64_t i = 0; i < I; ++i) s += bf16_or_f32_at(down, w.dtype, d * I + i) * hr[i];
         yr[d] = s;
       }
     }

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "core/element_read.h"
 #include "kernels/activation.h"
 #include "kernels/dispatch.h"
 #ifdef DS_HAVE_CUDA
@@ -11,11 +12,6 @@
 
 namespace ds {
 namespace {
-
-float weight_elem(const void* base, DType dt, int64_t i) {
-  return dt == DType::BF16 ? bf16_to_f32(static_cast<const uint16_t*>(base)[i])
-                           : static_cast<const float*>(base)[i];
-}
 
 // Plain loops: the reference of the CUDA kernels.
 void cpu_token_glu(const MoeTokenGluArgs& a, int64_t T, int64_t k, bool shared) {
@@ -37,15 +33,15 @@ void cpu_token_glu(const MoeTokenGluArgs& a, int64_t T, int64_t k, bool shared) 
       for (int64_t i = 0; i < I; ++i) {
         float g = 0.0f, u = 0.0f;
         for (int64_t c = 0; c < D; ++c) {
-          g += weight_elem(gate, w.dtype, i * D + c) * x[c];
-          u += weight_elem(up, w.dtype, i * D + c) * x[c];
+          g += bf16_or_f32_at(gate, w.dtype, i * D + c) * x[c];
+          u += bf16_or_f32_at(up, w.dtype, i * D + c) * x[c];
         }
         h[i] = siluf(g) * u;
       }
       const float m = routed ? wt[t * k + j] : 1.0f;
       for (int64_t d = 0; d < D; ++d) {
         float s = 0.0f;
-        for (int64_t i = 0; i < I; ++i) s += weight_elem(down, w.dtype, d * I + i) * h[i];
+        for (int64_t i = 0; i < I; ++i) s += bf16_or_f32_at(down, w.dtype, d * I + i) * h[i];
         sum[size_t(d)] += m * s;
       }
     }
