@@ -5,9 +5,9 @@
 #include <vector>
 
 #include "core/dtype.h"
-#include "core/element_read.h"
 #include "kernels/activation.h"
 #include "kernels/dispatch.h"
+#include "kernels/expert_glu_ref.h"
 #ifdef DS_HAVE_CUDA
 #include "kernels/cuda/moe_launch.h"
 #endif
@@ -79,21 +79,8 @@ void cpu_grouped_glu(const TensorView& x, const GroupedExperts& w, const MoeGrou
     const void *gate = w.ptrs[e], *up = w.ptrs[w.E + e], *down = w.ptrs[2 * w.E + e];
     for (int32_t row = off[e]; row < off[e + 1]; ++row) {
       const float* xr = ptr<const float>(x) + tok[row] * x.stride[0];
-      float* hr = ptr<float>(h) + row * h.stride[0];
-      for (int64_t i = 0; i < I; ++i) {
-        float sg = 0.0f, su = 0.0f;
-        for (int64_t c = 0; c < D; ++c) {
-          sg += bf16_or_f32_at(gate, w.dtype, i * D + c) * xr[c];
-          su += bf16_or_f32_at(up, w.dtype, i * D + c) * xr[c];
-        }
-        hr[i] = siluf(sg) * su;
-      }
-      float* yr = ptr<float>(y) + row * y.stride[0];
-      for (int64_t d = 0; d < D; ++d) {
-        float s = 0.0f;
-        for (int64_t i = 0; i < I; ++i) s += bf16_or_f32_at(down, w.dtype, d * I + i) * hr[i];
-        yr[d] = s;
-      }
+      expert_glu_row(gate, up, down, w.dtype, xr, D, I, ptr<float>(h) + row * h.stride[0],
+                     ptr<float>(y) + row * y.stride[0]);
     }
   }
 }

@@ -3,9 +3,8 @@
 #include <vector>
 
 #include "core/dtype.h"
-#include "core/element_read.h"
-#include "kernels/activation.h"
 #include "kernels/dispatch.h"
+#include "kernels/expert_glu_ref.h"
 #ifdef DS_HAVE_CUDA
 #include "kernels/cuda/moe_token_launch.h"
 #endif
@@ -19,7 +18,7 @@ void cpu_token_glu(const MoeTokenGluArgs& a, int64_t T, int64_t k, bool shared) 
   const int64_t D = w.D, I = w.I, ks = k + (shared ? 1 : 0);
   const auto* ex = static_cast<const int32_t*>(a.expert.data);
   const auto* wt = static_cast<const float*>(a.weight.data);
-  std::vector<float> sum(static_cast<size_t>(D));
+  std::vector<float> sum(static_cast<size_t>(D)), out(static_cast<size_t>(D));  // f32 [D]
   for (int64_t t = 0; t < T; ++t) {
     const float* x = static_cast<const float*>(a.x.data) + t * a.x.stride[0];
     std::fill(sum.begin(), sum.end(), 0.0f);
@@ -30,20 +29,9 @@ void cpu_token_glu(const MoeTokenGluArgs& a, int64_t T, int64_t k, bool shared) 
       const void* up = routed ? w.ptrs[w.E + e] : a.shared_up.data;
       const void* down = routed ? w.ptrs[2 * w.E + e] : a.shared_down.data;
       float* h = static_cast<float*>(a.h.data) + (t * ks + j) * a.h.stride[0];
-      for (int64_t i = 0; i < I; ++i) {
-        float g = 0.0f, u = 0.0f;
-        for (int64_t c = 0; c < D; ++c) {
-          g += bf16_or_f32_at(gate, w.dtype, i * D + c) * x[c];
-          u += bf16_or_f32_at(up, w.dtype, i * D + c) * x[c];
-        }
-        h[i] = siluf(g) * u;
-      }
+      expert_glu_row(gate, up, down, w.dtype, x, D, I, h, out.data());
       const float m = routed ? wt[t * k + j] : 1.0f;
-      for (int64_t d = 0; d < D; ++d) {
-        float s = 0.0f;
-        for (int64_t i = 0; i < I; ++i) s += bf16_or_f32_at(down, w.dtype, d * I + i) * h[i];
-        sum[size_t(d)] += m * s;
-      }
+      for (int64_t d = 0; d < D; ++d) sum[size_t(d)] += m * out[size_t(d)];
     }
     float* y = static_cast<float*>(a.y.data) + t * a.y.stride[0];
     for (int64_t d = 0; d < D; ++d) y[d] = a.accumulate ? y[d] + sum[size_t(d)] : sum[size_t(d)];
