@@ -95,8 +95,9 @@ model_args() {
 for t in $TIERS; do [[ $t == hbm || $t == hbm,dram ]] || die "unknown tiers '$t' in TIERS (hbm hbm,dram)"; done
 [[ $CONC =~ ^[0-9]+(,[0-9]+)*$ ]] || die "CONC '$CONC' is not a comma-separated list of lane counts"
 [[ $SEEDS =~ ^[0-9]+(,[0-9]+)*$ ]] || die "SEEDS '$SEEDS' is not a comma-separated list of seeds"
-COMMIT=$(git rev-parse --short=7 HEAD 2>/dev/null || echo unknown)
-# "+dirty": what the binary is built from (src, apps, data, the CMake files) has uncommitted changes
+# the last commit that changed what the binary is built from (src, apps, data, the CMake files);
+# "+dirty" when those have uncommitted changes
+COMMIT=$(git log -1 --format=%h --abbrev=7 -- src apps data cmake CMakeLists.txt 2>/dev/null || echo unknown)
 [[ -n $(git status --porcelain --untracked-files=no -- src apps data cmake CMakeLists.txt 2>/dev/null) ]] &&
   COMMIT+="+dirty"
 for l in $POLICIES; do

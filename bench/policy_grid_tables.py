@@ -167,7 +167,7 @@ def provenance(groups):
 def summary(all_slices):
     """One row per slice: where it was run, the verdict numbers."""
     lines = ["| trace / model / tiers | commit | seeds | cells | worst boundary-aware - interval:32768, points "
-             "(mean [seed range]) at c | vLLM cache < 10 % from | there: boundary-aware / vLLM / bound % |",
+             "(mean over seeds [seed range]) at c; worst single seed if < -1 | vLLM cache < 10 % from | there: boundary-aware / vLLM / bound % |",
              "|---|---|---|---|---|---|---|"]
     for (trace, model, tiers), sc in all_slices:
         concs = sorted({c for _, c in sc})
@@ -179,6 +179,9 @@ def summary(all_slices):
         if diffs:
             wd, wc = min(diffs, key=lambda x: mean(x[0]))
             worst = f"{span(wd)} at c{wc}" + (" **(> 1 point)**" if mean(wd) < -0.01 else "")
+            sd, sc_ = min(((min(d), c) for d, c in diffs if len(d) > 1), default=(0, None))
+            if sc_ is not None and sd < -0.01:
+                worst += f"; one seed {100 * sd:+.1f} at c{sc_}"
         _, _, col = verdict(sc, concs)
         there = "-"
         if col is not None and (OURS, col) in sc:
@@ -214,15 +217,38 @@ def seeds_per_conc(sc):
     return " (" + ", ".join(f"{k} at {' '.join(v)}" for k, v in sorted(by.items(), reverse=True)) + ")"
 
 
-def slice_md(key, sc, svg_dir, link_dir):
-    trace, model, tiers = key
+def common_seeds(sc):
+    """(the slice with, per concurrency, only the seeds every policy there has; a note on what
+    that leaves out). Means over different seed sets would not be comparable across rows."""
     concs = sorted({c for _, c in sc})
-    labels = sorted({lab for lab, _ in sc}, key=lambda x: order(x, POLICIES))
+    out, extra = {}, {}
+    for c in concs:
+        groups = {lab: g for (lab, c2), g in sc.items() if c2 == c}
+        common = set.intersection(*({x["seed"] for x in g} for g in groups.values()))
+        for lab, g in groups.items():
+            out[(lab, c)] = [x for x in g if x["seed"] in common]
+            for x in g:
+                if x["seed"] not in common:
+                    extra.setdefault((x["seed"], c), []).append(lab)
+    note = ""
+    if extra:
+        parts = [f"seed {sd} at c{c} ({', '.join(sorted(labs, key=lambda x: order(x, POLICIES)))})"
+                 for (sd, c), labs in sorted(extra.items())]
+        note = " Seeds only some policies have enter the verdict (paired), not the tables: " + "; ".join(parts) + "."
+    return out, note
+
+
+def slice_md(key, sc_all, svg_dir, link_dir):
+    trace, model, tiers = key
+    concs = sorted({c for _, c in sc_all})
+    labels = sorted({lab for lab, _ in sc_all}, key=lambda x: order(x, POLICIES))
+    sc, note = common_seeds(sc_all)
     commits, seeds = provenance(sc.values())
     lines = [f"#### {trace} / {model} / {tiers}", "",
              f"{NAMES.get(trace, trace)}, {NAMES.get(model, model)}, {NAMES.get(tiers, tiers)}; "
-             f"commit {commits_by_policy(sc, labels)}; seeds {','.join(str(s) for s in seeds)}{seeds_per_conc(sc)}.",
-             "", verdict(sc, concs)[0], ""]
+             f"commit {commits_by_policy(sc_all, labels)}; seeds {','.join(str(s) for s in seeds)}"
+             f"{seeds_per_conc(sc)}.{note}",
+             "", verdict(sc_all, concs)[0], ""]
     if concs == [0]:  # open loop: one run per policy, the metrics as columns
         lines += ["| policy | hit / bound / frac (%) | TTFT p50 / p90 s | ckpt B per hit tok | out tok/s/GPU |"
                   " $/M in / out |", "|---|---|---|---|---|---|"]
