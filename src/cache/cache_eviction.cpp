@@ -76,6 +76,12 @@ bool HybridCache::Impl::unlock(int32_t node) {
   return now_free;
 }
 
+bool HybridCache::Impl::forks_mid_path() const {
+  if (eviction->holds_paths() && overloaded()) return false;
+  const uint32_t h = reuse.horizon();
+  return tick - last_mid_fork <= (h > 0 ? h : 64u);
+}
+
 bool HybridCache::Impl::make_room(int tier, int64_t bytes) {
   if (bytes > cfg.tiers[tier].capacity_bytes) return false;
   if (tier == 0) expire_held();
@@ -168,7 +174,9 @@ void HybridCache::Impl::queue_superseded(const CacheSeq& s) {
     if (n.n_children > 1) deeper = false;
     if (!n.has_checkpoint()) continue;
     if (deeper && n.lock_count == 0 && n.n_children == 1)
-      superseded_queue[n.ckpt_tier].push({double(n.ckpt_access), *it, n.ckpt_version});
+      superseded_queue[n.ckpt_tier].push(
+          {double(n.ckpt_access) - (n.ckpt_reason == CheckpointReason::Interval ? 0x1p33 : 0.0), *it,
+           n.ckpt_version});
     deeper = true;
   }
   for (int t = 0; t < n_tiers; ++t)
@@ -252,12 +260,13 @@ bool HybridCache::Impl::evict_one(int tier) {
     // Under overload always (a held path keeps only its deepest state: each superseded one costs
     // as much as thousands of KV tokens of another path); otherwise only while more hits restore
     // from decode-end states than from prompt ends (a fork between two prompt ends restores from
-    // the shallower one).
-    if (eviction->drops_superseded_checkpoints() &&
-        (overloaded() || (decode_end_hits > 0 && decode_end_hits >= prompt_end_hits))) {
+    // the shallower one). A superseded tail state (Interval: insurance against a prompt that
+    // leaves the path inside it) always may, and before the others.
+    if (eviction->drops_superseded_checkpoints()) {
       EvictionQueue& q = superseded_queue[tier];
       while (!q.empty() && !superseded_valid(tier, q.top())) q.pop();
-      if (!q.empty()) {
+      if (!q.empty() && (overloaded() || (decode_end_hits > 0 && decode_end_hits >= prompt_end_hits) ||
+                         tree.at(q.top().node).ckpt_reason == CheckpointReason::Interval)) {
         const int32_t node = q.top().node;
         q.pop();
         evict_checkpoint(node);
@@ -273,8 +282,9 @@ bool HybridCache::Impl::evict_one(int tier) {
     }
     const int32_t node = kq_or_held.top().node;
     kq_or_held.pop();
-    if (eviction->holds_paths() && tier == 0 && tree.at(node).has_checkpoint()) {
-      // Eviction age against the reuse horizon: a path younger than it is predicted live.
+    if (eviction->holds_paths() && tier == n_tiers - 1 && tree.at(node).has_checkpoint()) {
+      // Eviction age against the reuse horizon: a path younger than it is predicted live. Only
+      // evictions that leave the cache count: a path demoted to the host tier still hits.
       const uint32_t h = reuse.horizon();
       const double live = h > 0 && tick - tree.at(node).kv_access <= h ? 1.0 : 0.0;
       live_evictions += (live - live_evictions) / 32.0;

@@ -291,6 +291,7 @@ std::optional<Admission> HybridCache::admit(std::span<const int32_t> prompt, Cac
   if (!w.path.empty() && static_cast<int64_t>(w.path.size()) > w.hit_pages &&
       m.tree.at(w.path.back()).n_children > 0)
     branch_tokens = static_cast<int64_t>(w.path.size()) * m.cfg.page_tokens;
+  if (branch_tokens > 0 && !retry) m.last_mid_fork = m.tick;
   // Lock the restorable path first so room making cannot evict it, and pin its checkpoint.
   for (int64_t i = 0; i < w.hit_pages; ++i) {
     m.lock(w.path[i]);
@@ -411,7 +412,8 @@ std::vector<PlannedCheckpoint> HybridCache::plan_checkpoints(SeqId seq, int64_t 
            "cache: checkpoints planned for tokens [{}, {}) but sequence {} has {} reserved", begin, end, seq,
            s0.reserved_tokens);
   std::vector<WantedCheckpoint> want;
-  m.retention->wanted({m.cfg.page_tokens, s0.prompt_tokens, s0.branch_tokens}, begin, end, want);
+  m.retention->wanted({m.cfg.page_tokens, s0.prompt_tokens, s0.branch_tokens, m.forks_mid_path()}, begin, end,
+                      want);
   std::vector<PlannedCheckpoint> out;
   out.reserve(want.size() + 1);
   for (const WantedCheckpoint& c : want) {

@@ -98,7 +98,11 @@ struct HybridCache::Impl {
   int32_t retry_node = -2;    // hit node (-1: none) and prompt length of the last admission aborted
   int64_t retry_tokens = -1;  // before computing anything: its next admit() is a retry, not a new use
   uint32_t tick = 0;          // admissions so far (recency clock; 2^32 admissions max)
-  int32_t pinned_ckpt = -1;   // checkpoint being restored by admit(): not evictable
+  // Tick of the last admission whose prompt left a cached path inside it (a page with no state,
+  // the path going on past it); 0 = none yet.
+  uint32_t last_mid_fork = 0;
+  bool forks_mid_path() const;  // one within the reuse horizon (64 admissions without one), not overloaded
+  int32_t pinned_ckpt = -1;     // checkpoint being restored by admit(): not evictable
   CacheStats stats;
   std::vector<CacheTransfer> transfers;  // decided, not yet taken by the engine
   mutable PageKeyMemo key_memo;          // key chains of prompts looked up recently (walk)

@@ -99,17 +99,27 @@ class BoundaryAwareRetention final : public RetentionPolicy {
     push_if_in(out, pe, begin, end, CheckpointReason::PromptEnd);
     const int64_t b = ctx.branch_tokens;
     if (b != pe && (n_ == 0 || b % n_ != 0)) push_if_in(out, b, begin, end, CheckpointReason::Branch);
+    // Tail state: while prompts leave cached paths inside them (a client that rewrites the end of
+    // the history it resends), the next prompt of this conversation is predicted to leave this one
+    // before its end; a state at the last kTailGrid multiple below the prompt end (where vLLM's
+    // 32K interval puts its last) restores it up to there instead of from an earlier fork.
+    if (ctx.forks_mid_path && n_ == 0) {
+      const int64_t t = (pe - 1) / kTailGrid * kTailGrid / ctx.page_tokens * ctx.page_tokens;
+      if (t != b) push_if_in(out, t, begin, end, CheckpointReason::Interval);
+    }
     std::sort(out.begin() + std::ptrdiff_t(first), out.end(),
               [](const WantedCheckpoint& x, const WantedCheckpoint& y) { return x.position < y.position; });
   }
   bool keeps_decode_end() const override { return decode_end_; }
   bool allows(CheckpointReason r, int64_t p) const override {
-    return (r == CheckpointReason::Interval && n_ > 0 && p % n_ == 0) || r == CheckpointReason::PromptEnd ||
-           r == CheckpointReason::Branch || (decode_end_ && r == CheckpointReason::DecodeEnd);
+    return (r == CheckpointReason::Interval && (n_ == 0 || p % n_ == 0)) ||
+           r == CheckpointReason::PromptEnd || r == CheckpointReason::Branch ||
+           (decode_end_ && r == CheckpointReason::DecodeEnd);
   }
 
  private:
-  int64_t n_;  // 0 = no interval positions
+  static constexpr int64_t kTailGrid = 32768;  // tokens
+  int64_t n_;                                  // 0 = no interval positions (only the tail state)
   bool decode_end_;
 };
 

@@ -4,8 +4,8 @@
 // Specs: every-block | interval:N (N a multiple of page_tokens; + the prompt end) | semantic
 // (Marconi: branch points found at admission + the last decoded token) | prompt-end | junction
 // (vLLM's retention 0: prompt end + the shared-prefix junction) | boundary-aware[:N|:decode]
-// (branch point + prompt end; with N also every N tokens; with decode also the end of decoding) |
-// none.
+// (branch point + prompt end, + the last 32K multiple below the prompt end while prompts fork
+// inside cached paths; with N also every N tokens; with decode also the end of decoding) | none.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +22,9 @@ struct RetentionContext {
   int64_t page_tokens = 64;
   int64_t prompt_tokens = 0;  // prompt length (the prompt end is rounded down to a page)
   int64_t branch_tokens = 0;  // semantic: branch point found at admission (0 = none)
+  // The cache's observation: prompts lately left cached paths inside them (at a page with no
+  // state, the path going on past it) and memory is not overloaded (boundary-aware's tail state).
+  bool forks_mid_path = false;
 };
 
 struct WantedCheckpoint {

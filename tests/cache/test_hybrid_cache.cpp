@@ -405,6 +405,44 @@ TEST(HybridCache, BoundaryAwareHoldsPathsUnderCyclicOverload) {
   EXPECT_GE(late_hits["boundary-aware"], 10 * 16);  // at least one session hits every turn
 }
 
+// boundary-aware's tail state: while prompts leave cached paths inside them (and at the start,
+// before the cache has seen a reuse horizon of admissions without one) a long prompt also gets a
+// state at the last 32K multiple below its end, so a later prompt that leaves it before its end
+// restores up to there; after a horizon (64 admissions) without such a fork it gets none.
+TEST(HybridCache, BoundaryAwareTailStateWhilePromptsForkInsidePaths) {
+  HybridCache cache(small_config("boundary-aware", "boundary-aware", 400000));
+  const auto a = iota_tokens(0, 40000);
+  run_request(cache, a);  // the first admission: states at 32768 (tail) and 40000 (prompt end)
+  EXPECT_EQ(cache.match(concat(iota_tokens(0, 36000), iota_tokens(900000, 8))).n_hit_tokens, 32768);
+  EXPECT_EQ(cache.match(concat(a, iota_tokens(900000, 8))).n_hit_tokens, 40000);
+  for (int i = 0; i < 70; ++i) run_request(cache, iota_tokens(1000000 + 100 * i, 8));  // no forks
+  const auto c = iota_tokens(2000000, 40000);
+  run_request(cache, c);
+  EXPECT_EQ(cache.match(concat(iota_tokens(2000000, 36000), iota_tokens(900000, 8))).n_hit_tokens, 0);
+  EXPECT_EQ(cache.match(concat(c, iota_tokens(900000, 8))).n_hit_tokens, 40000);
+  cache.check_invariants();
+}
+
+// With a host tier that holds every demoted path, nothing leaves the cache: boundary-aware's
+// overload gate (evicted paths that come back within the reuse horizon) never opens, though the
+// device alone is as overloaded as in the test above.
+TEST(HybridCache, BoundaryAwareDemotionsAreNotOverload) {
+  HybridCache cache(small_config("boundary-aware", "boundary-aware", 50, 1000));
+  auto bg = cache.admit(iota_tokens(9000, 4));
+  ASSERT_TRUE(bg);
+  ASSERT_TRUE(cache.reserve(bg->seq, 4));
+  int64_t late_hits = 0;
+  for (int round = 0; round < 40; ++round)
+    for (int s = 0; s < 4; ++s) {
+      const auto prompt = concat(iota_tokens(1000 * (s + 1), 16), {int32_t(100000 + round)});
+      const CacheHit hit = run_request(cache, prompt);
+      if (round >= 30) late_hits += hit.n_hit_tokens;
+    }
+  EXPECT_EQ(cache.stats().overloaded_admissions, 0);
+  EXPECT_EQ(late_hits, 10 * 4 * 16);  // every session hits every turn, from the host tier
+  cache.check_invariants();
+}
+
 TEST(HybridCache, ConfigErrorsNameTheField) {
   auto expect_error = [](CacheConfig c, const std::string& needle) {
     try {

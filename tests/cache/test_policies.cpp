@@ -55,7 +55,14 @@ TEST(Retention, BoundaryAwareAndJunction) {
   EXPECT_EQ(positions(*ba, {4, 18, 0}, 0, 18), (std::vector<int64_t>{16}));
   EXPECT_FALSE(ba->keeps_decode_end());
   EXPECT_FALSE(ba->allows(CheckpointReason::DecodeEnd, 20));
-  EXPECT_FALSE(ba->allows(CheckpointReason::Interval, 8));
+  // While the cache sees prompts leave cached paths inside them: + the last 32K multiple below the
+  // prompt end (the tail state), also below a fork.
+  EXPECT_EQ(positions(*ba, {4, 70001, 0, true}, 0, 70001), (std::vector<int64_t>{65536, 70000}));
+  EXPECT_EQ(positions(*ba, {4, 70001, 66000, true}, 0, 70001), (std::vector<int64_t>{65536, 66000, 70000}));
+  EXPECT_EQ(positions(*ba, {4, 70001, 0, true}, 65536, 70001), (std::vector<int64_t>{70000}));
+  EXPECT_EQ(positions(*ba, {4, 20000, 0, true}, 0, 20000), (std::vector<int64_t>{20000}));  // none below
+  EXPECT_EQ(positions(*ba, {4, 70001, 0, false}, 0, 70001), (std::vector<int64_t>{70000}));
+  EXPECT_TRUE(ba->allows(CheckpointReason::Interval, 65536));
   auto bad = make_retention_policy("boundary-aware:decode", 4);  // + the end of decoding
   EXPECT_EQ(positions(*bad, {4, 18, 12}, 0, 18), (std::vector<int64_t>{12, 16}));
   EXPECT_TRUE(bad->keeps_decode_end());
