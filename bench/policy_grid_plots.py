@@ -7,14 +7,14 @@ One file per slice, three panels side by side:
   2. checkpoint bytes per hit token vs concurrency, log scale (0 = no hit: drawn at the floor);
   3. TTFT p50 (log scale) vs output tokens/s per GPU, one point per (policy, concurrency), each
      policy's points joined in concurrency order; the Pareto front (no other point has both higher
-     throughput and lower TTFT) ringed.
+     throughput and lower TTFT) ringed, numbered and listed under the legend.
 Every value is the mean over the cell's seeds.
 """
 import math
 
 COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#000000", "#e377c2",
           "#7f7f7f", "#bcbd22"]
-PANEL_W, PANEL_H, TOP, BOTTOM, LEFT, GAP, LEGEND_W = 300, 260, 40, 44, 56, 24, 150
+PANEL_W, PANEL_H, TOP, BOTTOM, LEFT, GAP, LEGEND_W = 300, 270, 50, 44, 56, 24, 190
 
 
 def _mean(xs):
@@ -131,10 +131,11 @@ def slice_svg(cells, concs, labels, ours, path, title):
     for (lab, c), (x, y) in sorted(pts.items(), key=lambda kv: (labels.index(kv[0][0]), kv[0][1])):
         if not any(x2 >= x and y2 <= y and (x2, y2) != (x, y) for x2, y2 in pts.values()):
             front.setdefault((x, y), []).append(f"{lab} c{c}" if c else lab)
-    for (x, y), names in front.items():
+    front = sorted(front.items(), reverse=True)  # highest throughput first
+    for i, ((x, y), _) in enumerate(front):
         px, py = p.map(x, y)
         out.append(f'<circle cx="{px:.1f}" cy="{py:.1f}" r="5" fill="none" stroke="#000"/>'
-                   f'<text x="{px - 6:.1f}" y="{py - 6:.1f}" font-size="9" text-anchor="end">{" = ".join(names)}</text>')
+                   f'<text x="{px - 4:.1f}" y="{py - 7:.1f}" font-size="9" text-anchor="end">{i + 1}</text>')
 
     # legend
     lx = 3 * PANEL_W + 2 * GAP + 10
@@ -143,6 +144,12 @@ def slice_svg(cells, concs, labels, ours, path, title):
         c, w, dash = (col[lab], width(lab), "") if lab in col else ("#000", 1, ' stroke-dasharray="4,3"')
         out.append(f'<line x1="{lx}" y1="{ly}" x2="{lx + 18}" y2="{ly}" stroke="{c}" stroke-width="{w}"{dash}/>'
                    f'<text x="{lx + 22}" y="{ly + 4}">{lab}</text>')
+    ly = TOP + 14 * (len(labels) + 1) + 6
+    out.append(f'<text x="{lx}" y="{ly}" font-size="9">Pareto front (TTFT vs throughput):</text>')
+    for i, (_, names) in enumerate(front):
+        out.append(f'<text x="{lx}" y="{ly + 11 * (i + 1)}" font-size="9">{i + 1}: {" = ".join(names)}</text>')
+    height = max(PANEL_H, ly + 11 * (len(front) + 1))
+    out[0] = out[0].replace(f'height="{PANEL_H}"', f'height="{height}"')
     out.append("</svg>")
     with open(path, "w") as f:
         f.write("\n".join(out) + "\n")

@@ -9,6 +9,8 @@
         # replaces the text between the policy-grid begin / end markers of docs/policy.md with
         # the markdown (the plots linked relative to the document)
     ... --slice claude710/k3/hbm                              # only that slice (repeatable)
+    ... --newer OUT2      # cells of OUT2 (a run on newer code) replace every cell of the same
+                          # (trace, model, tiers, policy) in OUT (repeatable; later wins)
 
 A slice is (trace, model, tiers); its rows are the policies, its columns the concurrencies (0 =
 the open-loop Mooncake run). A cell with several seeds shows the mean over its seeds and, for the
@@ -225,8 +227,15 @@ def common_seeds(sc):
     for c in concs:
         groups = {lab: g for (lab, c2), g in sc.items() if c2 == c}
         common = set.intersection(*({x["seed"] for x in g} for g in groups.values()))
+        if not common:  # a partly run concurrency: the seed most policies have; the rest show '-'
+            count = {}
+            for g in groups.values():
+                for x in g:
+                    count[x["seed"]] = count.get(x["seed"], 0) + 1
+            common = {min(count, key=lambda sd: (-count[sd], sd))}
         for lab, g in groups.items():
-            out[(lab, c)] = [x for x in g if x["seed"] in common]
+            if any(x["seed"] in common for x in g):
+                out[(lab, c)] = [x for x in g if x["seed"] in common]
             for x in g:
                 if x["seed"] not in common:
                     extra.setdefault((x["seed"], c), []).append(lab)
@@ -288,7 +297,7 @@ def write_block(doc, text):
 def main(argv):
     if not argv:
         sys.exit(__doc__)
-    out, csv, cost, svg_dir, doc, only = argv[0], False, False, None, None, []
+    out, csv, cost, svg_dir, doc, only, newer = argv[0], False, False, None, None, [], []
     rest = argv[1:]
     while rest:
         a = rest.pop(0)
@@ -302,9 +311,15 @@ def main(argv):
             doc = rest.pop(0)
         elif a == "--slice" and rest:
             only.append(rest.pop(0))
+        elif a == "--newer" and rest:
+            newer.append(rest.pop(0))
         else:
             sys.exit(f"policy_grid_tables: unknown argument '{a}'\n{__doc__}")
     cells = load(out)
+    for d in newer:  # a policy of a slice run again (newer code) replaces all its cells there
+        fresh = load(d)
+        redone = {(c["trace"], c["model"], c["tiers"], c["label"]) for c in fresh}
+        cells = [c for c in cells if (c["trace"], c["model"], c["tiers"], c["label"]) not in redone] + fresh
     if not cells:
         sys.exit(f"policy_grid_tables: no cells under {out}/cells")
     all_slices = [(k, sc) for k, sc in slices(cells) if not only or "/".join(k) in only]
