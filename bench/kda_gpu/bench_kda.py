@@ -143,20 +143,25 @@ def dump(results):
             json.dump({k: v for k, v in results.items() if not k.startswith('_')}, f, indent=1)
 
 
+def one_sequence_args(gate, H, T, seed):
+    """Ours.prefill arguments for one sequence of T tokens from the zero state into pool slot 0."""
+    lb = -5.0 if gate == 'safe' else None
+    gen = torch.Generator(device='cuda').manual_seed(seed)
+    q, k, v, g, b = prefill_inputs(T, H, gen)
+    a_log, dt_bias = gate_params(H, gen)
+    o = torch.empty((T, H * D), dtype=torch.bfloat16, device='cuda')
+    pool = torch.zeros((1, H, D, D), dtype=torch.float32, device='cuda')
+    return (q.view(T, H * D), k.view(T, H * D), v.view(T, H * D), g.view(T, H * D), b.view(T, H), o,
+            a_log, dt_bias, lb, [0, T], pool, [-1], [0])
+
+
 def run_env_sweep(ours, title, env, values, label, cases, reps, results, key, flush, seed=None):
     """deltaserve only: prefill time for each value of a tuning variable (env) on a few shapes."""
     print(f'\n== sweep: {title} (deltaserve prefill, ms) ==')
     name = label.rstrip('=')  # row keys: <name><value>_ms
     print(f"{'gate':9} {'H':>3} {'T':>6} " + ' '.join(f"{label + str(x):>8}" for x in values))
     for gate, H, T in cases:
-        lb = -5.0 if gate == 'safe' else None
-        gen = torch.Generator(device='cuda').manual_seed(1234 + H if seed is None else seed)
-        q, k, v, g, b = prefill_inputs(T, H, gen)
-        a_log, dt_bias = gate_params(H, gen)
-        o = torch.empty((T, H * D), dtype=torch.bfloat16, device='cuda')
-        pool = torch.zeros((1, H, D, D), dtype=torch.float32, device='cuda')
-        args = (q.view(T, H * D), k.view(T, H * D), v.view(T, H * D), g.view(T, H * D), b.view(T, H), o,
-                a_log, dt_bias, lb, [0, T], pool, [-1], [0])
+        args = one_sequence_args(gate, H, T, 1234 + H if seed is None else seed)
         row = dict(gate=gate, H=H, T=T)
         for x in values:
             os.environ[env] = str(x)
@@ -165,7 +170,29 @@ def run_env_sweep(ours, title, env, values, label, cases, reps, results, key, fl
         results[key].append(row)
         dump(results)
         print(f"{gate:9} {H:>3} {T:>6} " + ' '.join(f"{row[f'{name}{x}_ms']:8.3f}" for x in values), flush=True)
-        del q, k, v, g, b, o, pool
+        del args
+        torch.cuda.empty_cache()
+
+
+def run_settings_sweep(ours, settings, cases, reps, results, flush):
+    """deltaserve only: prefill time under each environment setting (a dict) on each (gate, H, T)."""
+    print('\n== sweep: environment settings (deltaserve prefill, ms) ==')
+    for i, st in enumerate(settings):
+        print(f'  s{i}: ' + ' '.join(f'{k}={v}' for k, v in st.items()))
+    print(f"{'gate':9} {'H':>3} {'T':>6} " + ' '.join(f"{'s' + str(i):>8}" for i in range(len(settings))))
+    results.setdefault('envsweep', [])
+    for gate, H, T in cases:
+        args = one_sequence_args(gate, H, T, 1234 + H)
+        row = dict(gate=gate, H=H, T=T, settings=settings, ms=[])
+        for st in settings:
+            os.environ.update(st)
+            row['ms'].append(median_ms(lambda: ours.prefill(*args), reps, flush=flush)[0])
+            for key in st:
+                os.environ.pop(key, None)
+        results['envsweep'].append(row)
+        dump(results)
+        print(f"{gate:9} {H:>3} {T:>6} " + ' '.join(f'{x:8.3f}' for x in row['ms']), flush=True)
+        del args
         torch.cuda.empty_cache()
 
 
@@ -395,7 +422,7 @@ def main():
     ap.add_argument('--quick', action='store_true', help='a few shapes only')
     ap.add_argument('--parts', default='prefill,checkpoints,decode,sweep',
                     help='any of prefill, checkpoints, decode, sweep (recurrence warps), segments, '
-                         'stages (recurrence pipeline depth)')
+                         'stages (recurrence pipeline depth), envsweep (--env-sweep settings)')
     ap.add_argument('--out', default='')
     ap.add_argument('--reps', type=int, default=10)
     ap.add_argument('--gates', default='safe,softplus')
@@ -408,6 +435,10 @@ def main():
     ap.add_argument('--decode-rounds', type=int, default=1, help='decode: time every graph this many times in turn')
     ap.add_argument('--no-fla-decode', action='store_true', help='decode: skip fla')
     ap.add_argument('--copy-sizes', default='4096', help='device copy sizes in MiB (the first is the ceiling)')
+    ap.add_argument('--env-sweep', default='',
+                    help="part envsweep: settings separated by ';', each NAME=VALUE[,NAME=VALUE...]")
+    ap.add_argument('--sweep-shapes', default='',
+                    help='part envsweep: H:T,... (default: the whole grid) for every gate of --gates')
     ap.add_argument('--fla-at', default='', help='prefill: run fla only at these shapes, H:T,... (T summed for varlen)')
     a = ap.parse_args()
     sys.path.insert(0, a.fla)
@@ -471,6 +502,12 @@ def main():
         st_cases = [(gate, H, T) for gate in a.gates.split(',') for H, T in ((32, 32768), (64, 32768), (96, 32768))]
         run_env_sweep(ours, 'recurrence pipeline stages', 'DS_KDA_K2_STAGES', (3, 4, 6, 8), 'st=', st_cases,
                       a.reps, results, 'stages', flush)
+    if 'envsweep' in parts:
+        settings = [dict(kv.split('=', 1) for kv in st.split(',')) for st in a.env_sweep.split(';') if st]
+        shapes = [tuple(int(x) for x in s.split(':')) for s in a.sweep_shapes.split(',')] if a.sweep_shapes \
+            else [(H, T) for H in (32, 64, 96) for T in (8192, 32768, 65536)]
+        run_settings_sweep(ours, settings, [(g, H, T) for g in a.gates.split(',') for H, T in shapes], a.reps,
+                           results, flush)
     if 'sweep' in parts:
         run_env_sweep(ours, 'recurrence-kernel warps per CTA', 'DS_KDA_K2_WARPS', (2, 4, 8), 'w=',
                       [('safe', 32, 32768), ('safe', 96, 32768), ('softplus', 64, 32768)], a.reps, results, 'sweep',

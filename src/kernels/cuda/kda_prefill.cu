@@ -21,10 +21,13 @@
 //   all as bf16 mma.sync with f32 accumulation (the state is rounded to bf16 only as an mma operand,
 //   as fla does). Chunk records and value tiles stream through a pipeline of 3 to 8 stages. The
 //   state is emitted (f32, [K, V] layout) into checkpoint slots after the requested chunks and into
-//   the final slot at the end.
+//   the final slot at the end. With few (sequence, head) pairs the key-split form of K2
+//   (kda_prefill_split.cu: a pair of warps per 16 value rows, each warp half the keys) runs instead.
 // A call over long sequences is cut into segments (kda_prefill_plan.h): the prep kernels run on the
 // caller's stream and the recurrences on a second stream of higher priority, the recurrence of
 // segment s after the prep of s, so that it overlaps the prep of s + 1 (K2 alone fills few SMs).
+// With few pairs the recurrence CTAs also reserve shared memory so that no prep CTA shares their
+// multiprocessors (choose_k2).
 // Design after FlashKDA's K1/K2 split (MoonshotAI/FlashKDA, docs/20260420-flashkda-v1-deep-dive.md)
 // and the chunkwise WY/UT form of the Kimi Linear report (arXiv 2510.26692, §3 and App. B).
 #include <cuda_bf16.h>
@@ -39,6 +42,7 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/kda_launch.h"
 #include "kernels/cuda/kda_prefill_record.cuh"
+#include "kernels/cuda/kda_recurrence.cuh"
 #include "kernels/cuda/memory.h"
 #include "kernels/cuda/mma.cuh"
 
@@ -49,194 +53,45 @@ using namespace kda_prefill_detail;
 
 // ---- K2 ----------------------------------------------------------------------------------
 
-// Stages of the record / value-tile pipeline: 2 .. kMaxStages (kernel argument).
-constexpr int kMaxStages = 8;
-
-// cp.async.wait_group with a run-time count, clamped to what the pipeline can have in flight.
-__device__ __forceinline__ void cp_async_wait_upto(int n) {
-  switch (n) {
-    case 0:
-      return cp_async_wait<0>();
-    case 1:
-      return cp_async_wait<1>();
-    case 2:
-      return cp_async_wait<2>();
-    case 3:
-      return cp_async_wait<3>();
-    case 4:
-      return cp_async_wait<4>();
-    case 5:
-      return cp_async_wait<5>();
-    default:
-      return cp_async_wait<6>();
-  }
-}
-
-template <class T, int kWarps>
-struct K2Stage {
-  static constexpr int kVCols = 16 * kWarps;
-  static constexpr int kVLd = kVCols + 16 / int(sizeof(T));
-  alignas(128) uint8_t rec[kRecordBytes];  // one bulk copy of the chunk's record
-  alignas(16) T V[kC][kVLd];
-};
-
-struct K2Params {
-  const uint8_t* records;
-  int64_t n_chunks;
-  const void* v;
-  int64_t v_stride;
-  void* o;
-  int64_t o_stride;
-  float* pool;
-  int64_t slot_stride;
-  const int* seq_meta;  // [pieces][kPieceMetaInts]
-  const int* ck_chunk;  // chunk index (within its sequence) after which to emit
-  const int* ck_slot;
-  int stages;  // pipeline depth, 2 .. kMaxStages
-};
-
-// Sᵀ fragment of this thread (16 n-tiles over the key dim) -> S[kd][v] at `dst` ([K, V] layout).
-__device__ __forceinline__ void store_state(float* dst, const float (&St)[16][4], int vr0) {
-  const int t = threadIdx.x % 4;
-#pragma unroll
-  for (int nt = 0; nt < 16; ++nt) {
-    const int kd = 8 * nt + 2 * t;
-    dst[kd * kD + vr0] = St[nt][0];
-    dst[(kd + 1) * kD + vr0] = St[nt][1];
-    dst[kd * kD + vr0 + 8] = St[nt][2];
-    dst[(kd + 1) * kD + vr0 + 8] = St[nt][3];
-  }
-}
-
 template <class T, int kWarps>
 __global__ void __launch_bounds__(kWarps * 32) kda_recurrence_kernel(K2Params p) {
-  using Stage = K2Stage<T, kWarps>;
+  using Stage = K2Stage<T, 16 * kWarps>;
   extern __shared__ __align__(128) uint8_t smem_raw[];
-  const int depth = p.stages;
-  Stage* stages = reinterpret_cast<Stage*>(smem_raw);
-  uint64_t* bars = reinterpret_cast<uint64_t*>(smem_raw + depth * sizeof(Stage));
+  uint64_t* bars = reinterpret_cast<uint64_t*>(smem_raw + p.stages * sizeof(Stage));
 
   const int n = blockIdx.x, h = blockIdx.y;
   const int v0 = blockIdx.z * Stage::kVCols;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-  const int mat = lane / 8, rr = lane % 8;
   const int* meta = p.seq_meta + n * kPieceMetaInts;
   const int64_t row0 = meta[kRow0];
   const int len = meta[kLen], nch = meta[kNChunks];
   const int vr0 = v0 + 16 * warp + g;  // this thread's value rows: vr0 and vr0 + 8
   const int64_t head_off = int64_t(h) * kD * kD;
 
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < depth; ++s) mbar_init(&bars[s], 1);
-    fence_barrier_init();
-  }
-
   float St[16][4];
-  const int init = meta[kInitSlot];
-  if (init >= 0) {
-    const float* src = p.pool + int64_t(init) * p.slot_stride + head_off;
-#pragma unroll
-    for (int nt = 0; nt < 16; ++nt) {
-      const int kd = 8 * nt + 2 * t;
-      St[nt][0] = src[kd * kD + vr0];
-      St[nt][1] = src[(kd + 1) * kD + vr0];
-      St[nt][2] = src[kd * kD + vr0 + 8];
-      St[nt][3] = src[(kd + 1) * kD + vr0 + 8];
-    }
-  } else {
-#pragma unroll
-    for (int nt = 0; nt < 16; ++nt) St[nt][0] = St[nt][1] = St[nt][2] = St[nt][3] = 0.0f;
-  }
-  __syncthreads();  // barriers initialised
+  begin_piece(p, meta, head_off, bars, St, vr0);
 
   // Everything addressed in the loop is set up here, once: the per-lane byte offsets of the
   // ldmatrix rows inside a stage (a 128-wide swizzled tile has four distinct patterns per lane;
   // k-steps 4..7 are 128 bytes further), the global source and shared destination of this thread's
   // value-tile pieces, and its output rows. The loop then only adds stage bases and strides.
-  const uint32_t smem0 = smem_addr(smem_raw);
-  constexpr uint32_t kStageBytes = sizeof(Stage);
-  uint32_t off_kq[4], off_kt[4];
-#pragma unroll
-  for (int j = 0; j < 4; ++j) {
-    off_kq[j] = 2 * swz128((mat / 2) * 8 + rr, 16 * j + (mat % 2) * 8);
-    off_kt[j] = 2 * swz128((mat % 2) * 8 + rr, 8 * (2 * j + mat / 2));
-  }
-  const uint32_t off_am = 2 * swz16((mat / 2) * 8 + rr, (mat % 2) * 8);
-
-  // Loads of chunk c into stage s: the record (one bulk copy by thread 0) and this CTA's value
-  // tile (cp.async: kPer 16-byte pieces per thread), zero-filled past the sequence's end. Chunks
-  // are issued in order, so each piece's source advances by one chunk of rows per issue.
-  const uint8_t* rec0 = p.records + (int64_t(h) * p.n_chunks + meta[kChunk0]) * kRecordBytes;
-  constexpr int kPerRow = Stage::kVCols * int(sizeof(T)) / 16;  // pieces per token row
-  constexpr int kPer = kC * kPerRow / (kWarps * 32);            // pieces per thread (1 or 2)
-  static_assert(kPer * kWarps * 32 == kC * kPerRow);
-  const int64_t v_step = int64_t(kC) * p.v_stride;
-  const T* vsrc[kPer];
-  uint32_t vdst[kPer];
-  int vrow[kPer];
-#pragma unroll
-  for (int j = 0; j < kPer; ++j) {
-    const int i = threadIdx.x + j * kWarps * 32, r = i / kPerRow, col = (i % kPerRow) * (16 / int(sizeof(T)));
-    vrow[j] = r;
-    vsrc[j] = static_cast<const T*>(p.v) + (row0 + r) * p.v_stride + int64_t(h) * kD + v0 + col;
-    vdst[j] = uint32_t(offsetof(Stage, V)) + uint32_t(r * Stage::kVLd + col) * uint32_t(sizeof(T));
-  }
-  int issued = 0;  // chunks issued so far
-  auto issue = [&](int s) {
-    if (threadIdx.x == 0) {
-      mbar_arrive_expect_tx(&bars[s], kRecordBytes);
-      bulk_copy_to_shared(stages[s].rec, rec0 + int64_t(issued) * kRecordBytes, kRecordBytes, &bars[s]);
-    }
-    const uint32_t base = smem0 + uint32_t(s) * kStageBytes;
-#pragma unroll
-    for (int j = 0; j < kPer; ++j) {
-      const bool valid = issued * kC + vrow[j] < len;
-      asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(base + vdst[j]),
-                   "l"(valid ? vsrc[j] : static_cast<const T*>(p.v)), "r"(valid ? 16 : 0));
-      vsrc[j] += v_step;
-    }
-    ++issued;
-  };
-  for (int s = 0; s < depth - 1; ++s) {
-    if (s < nch) issue(s);
-    cp_async_commit();
-  }
-
-  int ck = meta[kCk0];
-  const int ck_end = meta[kCk1];
-  int ck_next = ck < ck_end ? p.ck_chunk[ck] : -1;  // chunk after which the next checkpoint is due
+  const K2Offsets off(0);
+  K2Pipeline<T, Stage, kWarps * 32> pipe(p, meta, h, v0, smem_raw, bars);
+  static_assert(decltype(pipe.loads)::kEven);
+  K2Checkpoints cks(p, meta);
   // Output element (token 2t + e + 8 nt, value row vr0 + 8 i) of chunk c at orow + c·16·stride
   // + (e + 8 nt)·stride + 8 i.
   T* orow = static_cast<T*>(p.o) + (row0 + 2 * t) * p.o_stride + int64_t(h) * kD + vr0;
   const int64_t o_step = int64_t(kC) * p.o_stride, os1 = p.o_stride, os8 = 8 * p.o_stride, os9 = os8 + os1;
-  int s = 0, s_prev = depth - 1;  // stage of chunk c, and of chunk c - 1 (refilled with c + depth - 1)
-  uint32_t parity = 0;            // of stage s's barrier for chunk c
   for (int c = 0; c < nch; ++c) {
-    cp_async_wait_upto(depth - 2);
-    __syncthreads();  // value tile c visible; stage s_prev is free again
-    if (issued < nch) issue(s_prev);
-    cp_async_commit();
-    mbar_wait(&bars[s], parity);
-    const Stage& st = stages[s];
-    const uint32_t rec = smem0 + uint32_t(s) * kStageBytes;
+    const int s = pipe.wait();
+    const Stage& st = pipe.stages[s];
+    const uint32_t rec = pipe.stage_addr(s);
     const float* gamma = reinterpret_cast<const float*>(st.rec + kOffGamma);
 
     // Xᵀ and the first output term: Sᵀ K̂ᵀ and Sᵀ Q̂ᵀ (two interleaved accumulation chains each).
     float xa[2][2][4] = {}, oa[2][2][4] = {};
-#pragma unroll
-    for (int ks = 0; ks < 8; ++ks) {
-      const uint32_t a[4] = {pack_bf16(St[2 * ks][0], St[2 * ks][1]), pack_bf16(St[2 * ks][2], St[2 * ks][3]),
-                             pack_bf16(St[2 * ks + 1][0], St[2 * ks + 1][1]),
-                             pack_bf16(St[2 * ks + 1][2], St[2 * ks + 1][3])};
-      uint32_t kb[4], qb[4];
-      const uint32_t off = off_kq[ks % 4] + (ks / 4) * 128;
-      ldmatrix_x4_at(kb, rec + kOffKhat + off);
-      ldmatrix_x4_at(qb, rec + kOffQhat + off);
-      mma_16816(xa[ks & 1][0], a, kb[0], kb[1]);
-      mma_16816(xa[ks & 1][1], a, kb[2], kb[3]);
-      mma_16816(oa[ks & 1][0], a, qb[0], qb[1]);
-      mma_16816(oa[ks & 1][1], a, qb[2], qb[3]);
-    }
+    state_products(St, rec, off, xa, oa);
     // Xᵀ = Vᵀ − Sᵀ K̂ᵀ  (rows: value index, columns: token)
     float x[2][4];
     const int vl = 16 * warp + g;
@@ -248,17 +103,8 @@ __global__ void __launch_bounds__(kWarps * 32) kda_recurrence_kernel(K2Params p)
       x[nt][2] = to_f32(st.V[tok][vl + 8]) - (xa[0][nt][2] + xa[1][nt][2]);
       x[nt][3] = to_f32(st.V[tok + 1][vl + 8]) - (xa[0][nt][3] + xa[1][nt][3]);
     }
-    // Ṽᵀ = Xᵀ Aᵀ
-    const uint32_t xf[4] = {pack_bf16(x[0][0], x[0][1]), pack_bf16(x[0][2], x[0][3]),
-                            pack_bf16(x[1][0], x[1][1]), pack_bf16(x[1][2], x[1][3])};
-    uint32_t ab[4], mb[4];
-    ldmatrix_x4_at(ab, rec + kOffA + off_am);
-    ldmatrix_x4_at(mb, rec + kOffM + off_am);
-    float vt[2][4] = {};
-    mma_16816(vt[0], xf, ab[0], ab[1]);
-    mma_16816(vt[1], xf, ab[2], ab[3]);
-    const uint32_t vf[4] = {pack_bf16(vt[0][0], vt[0][1]), pack_bf16(vt[0][2], vt[0][3]),
-                            pack_bf16(vt[1][0], vt[1][1]), pack_bf16(vt[1][2], vt[1][3])};
+    uint32_t vf[4], mb[4];
+    pseudo_values(x, rec, off, vf, mb);  // Ṽᵀ = Xᵀ Aᵀ
     // Oᵀ = Sᵀ Q̂ᵀ + Ṽᵀ Mᵀ
     float o[2][4];
 #pragma unroll
@@ -281,26 +127,9 @@ __global__ void __launch_bounds__(kWarps * 32) kda_recurrence_kernel(K2Params p)
           }
       orow += o_step;
     }
-    // Sᵀ ← Sᵀ Diag(γ) + Ṽᵀ K̃
-#pragma unroll
-    for (int nt = 0; nt < 16; ++nt) {
-      const float2 gm = *reinterpret_cast<const float2*>(&gamma[8 * nt + 2 * t]);
-      St[nt][0] *= gm.x, St[nt][1] *= gm.y, St[nt][2] *= gm.x, St[nt][3] *= gm.y;
-    }
-#pragma unroll
-    for (int np = 0; np < 8; ++np) {
-      uint32_t kb[4];
-      ldmatrix_x4_trans_at(kb, rec + kOffKtil + off_kt[np % 4] + (np / 4) * 128);
-      mma_16816(St[2 * np], vf, kb[0], kb[1]);
-      mma_16816(St[2 * np + 1], vf, kb[2], kb[3]);
-    }
-    while (ck_next == c) {
-      store_state(p.pool + int64_t(p.ck_slot[ck]) * p.slot_stride + head_off, St, vr0);
-      ++ck;
-      ck_next = ck < ck_end ? p.ck_chunk[ck] : -1;
-    }
-    s_prev = s;
-    if (++s == depth) s = 0, parity ^= 1u;
+    update_state(St, gamma, vf, rec, off);  // Sᵀ ← Sᵀ Diag(γ) + Ṽᵀ K̃
+    cks.emit(c, St, head_off, vr0);
+    pipe.advance();
   }
   cp_async_wait<0>();
   store_state(p.pool + int64_t(meta[kFinalSlot]) * p.slot_stride + head_off, St, vr0);
@@ -311,18 +140,51 @@ __global__ void __launch_bounds__(kWarps * 32) kda_recurrence_kernel(K2Params p)
 // re-read it: with 2 warps (4 CTAs per head) the recurrence moved 3.8 TB/s from DRAM at H = 96 and
 // held back the overlapped prep. On an H200, 4 warps were up to 12 % faster than 2 at H = 64 / 96 and
 // within 3 % at H = 32 (docs/perf.md).
-int k2_warps(int64_t n_seq_heads) {
-  if (const char* e = std::getenv("DS_KDA_K2_WARPS")) {
-    const int w = std::atoi(e);
-    if (w == 2 || w == 4 || w == 8) return w;
-  }
-  static int sms = [] {
+int multiprocessors() {
+  static const int sms = [] {
     int dev = 0, n = 0;
     cudaGetDevice(&dev);
     cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev);
     return n > 0 ? n : 132;
   }();
-  return n_seq_heads >= 2 * sms ? 8 : 4;
+  return sms;
+}
+
+int k2_warps(int64_t n_seq_heads) {
+  if (const char* e = std::getenv("DS_KDA_K2_WARPS")) {
+    const int w = std::atoi(e);
+    if (w == 2 || w == 4 || w == 8) return w;
+  }
+  return n_seq_heads >= 2 * multiprocessors() ? 8 : 4;
+}
+
+// How the recurrence kernels of one call are launched.
+struct K2Form {
+  int warps = 4;
+  bool split = false;     // key-split kernel (kda_prefill_split.cu), else whole-key warps
+  int reserve_bytes = 0;  // K2Params::reserve_smem_bytes of the overlapped segments' launches
+};
+
+// For a call whose first segment has n_seq_heads (piece, head) pairs. Few heads (the key-split
+// kernel's 4-warp CTAs, four per pair, fit at one per multiprocessor: B = 1, H = 32 on an H200):
+// the key split, and in overlapped segments 100 KB of shared memory per CTA, so that two share a
+// multiprocessor and no prep CTA fits beside them. Measured on an H200 (docs/perf.md): the split
+// alone 1–4 % faster than whole-key warps at H = 32 (6–17 % slower at H = 64 / 96); with the
+// reservation the prep runs on the other ~68 multiprocessors instead of slowing the serial chunk
+// steps it shares issue slots with: 8–18 % faster at H = 32, while at H = 64 / 96, where prep and
+// recurrence both need the whole card, every reservation was within ±5 % or slower.
+// Overrides: env DS_KDA_K2_WARPS (2, 4, 8), DS_KDA_K2_SPLIT (0 / 1), DS_KDA_K2_RESERVE_KB (0 .. 227).
+K2Form choose_k2(int64_t n_seq_heads, int segments) {
+  K2Form f;
+  f.warps = k2_warps(n_seq_heads);
+  const bool few = 4 * n_seq_heads <= multiprocessors();
+  f.split = few;
+  if (const char* e = std::getenv("DS_KDA_K2_SPLIT")) f.split = std::atoi(e) != 0;
+  f.reserve_bytes = few ? 100 * 1024 : 0;
+  if (const char* e = std::getenv("DS_KDA_K2_RESERVE_KB"))
+    f.reserve_bytes = std::clamp(std::atoi(e), 0, 227) * 1024;
+  if (segments == 1) f.reserve_bytes = 0;  // nothing to keep off the recurrence's multiprocessors
+  return f;
 }
 
 // K2 pipeline stages: env DS_KDA_K2_STAGES (2 .. kMaxStages), else 3.
@@ -336,7 +198,8 @@ int k2_stages() {
 
 template <class T, int kWarps>
 void launch_k2(const K2Params& p, int pieces, int H, cudaStream_t stream) {
-  const size_t smem = sizeof(K2Stage<T, kWarps>) * p.stages + p.stages * sizeof(uint64_t);
+  const size_t smem = std::max(sizeof(K2Stage<T, 16 * kWarps>) * p.stages + p.stages * sizeof(uint64_t),
+                               size_t(p.reserve_smem_bytes));
   check(cudaFuncSetAttribute(kda_recurrence_kernel<T, kWarps>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              int(smem)),
         "kda_prefill: shared memory limit");
@@ -392,7 +255,7 @@ struct PhaseTimer {
 
 template <class T>
 void launch_recurrence(const KdaPrefillLaunch& a, const int* d_blob, const uint8_t* d_records,
-                       const KdaPrefillPlan& plan, int s, int warps, cudaStream_t stream) {
+                       const KdaPrefillPlan& plan, int s, const K2Form& form, cudaStream_t stream) {
   const int first = plan.piece_begin[size_t(s)], pieces = plan.piece_begin[size_t(s) + 1] - first;
   if (pieces == 0) return;
   const K2Params p2{d_records,
@@ -406,8 +269,10 @@ void launch_recurrence(const KdaPrefillLaunch& a, const int* d_blob, const uint8
                     d_blob + plan.pieces_at + int64_t(first) * kPieceMetaInts,
                     d_blob + plan.ck_chunk_at,
                     d_blob + plan.ck_slot_at,
-                    k2_stages()};
-  switch (warps) {
+                    k2_stages(),
+                    form.reserve_bytes};
+  if (form.split) return launch_k2_split<T>(p2, pieces, a.H, form.warps, stream);
+  switch (form.warps) {
     case 8:
       return launch_k2<T, 8>(p2, pieces, a.H, stream);
     case 4:
@@ -441,7 +306,7 @@ void run_prefill(const KdaPrefillLaunch& a, cudaStream_t stream) {
                           stream),
           "kda_prefill: workspace allocation");
   timer.mark(stream);
-  const int warps = k2_warps(int64_t(plan.piece_begin[1]) * a.H);
+  const K2Form form = choose_k2(int64_t(plan.piece_begin[1]) * a.H, S);
   auto launch_prep = [&](int s, cudaStream_t st) {
     const int64_t c0 = plan.chunk_begin[size_t(s)];
     launch_kda_prep<T>(a, reinterpret_cast<const int2*>(d_blob), d_records, plan.n_chunks, c0,
@@ -450,7 +315,7 @@ void run_prefill(const KdaPrefillLaunch& a, cudaStream_t stream) {
   if (S == 1) {
     launch_prep(0, stream);
     timer.mark(stream);
-    launch_recurrence<T>(a, d_blob, d_records, plan, 0, warps, stream);
+    launch_recurrence<T>(a, d_blob, d_records, plan, 0, form, stream);
   } else {
     // Prep kernels on the caller's stream, recurrences on a second stream of higher priority, each
     // recurrence after its segment's prep: the recurrence of segment s overlaps the prep of s + 1.
@@ -465,7 +330,7 @@ void run_prefill(const KdaPrefillLaunch& a, cudaStream_t stream) {
       launch_prep(s, stream);
       check(cudaEventRecord(ready[size_t(s)], stream), "kda_prefill: event record");
       check(cudaStreamWaitEvent(rec, ready[size_t(s)]), "kda_prefill: stream wait");
-      launch_recurrence<T>(a, d_blob, d_records, plan, s, warps, rec);
+      launch_recurrence<T>(a, d_blob, d_records, plan, s, form, rec);
     }
     check(cudaEventRecord(ready[size_t(S)], rec), "kda_prefill: event record");
     check(cudaStreamWaitEvent(stream, ready[size_t(S)]), "kda_prefill: stream wait");

@@ -220,16 +220,23 @@ TEST_F(KdaCuda, PrefillSegmentsGiveIdenticalBits) {
     const KdaPrefillCase c = KdaPrefillCase::make({700, 0, 37, 333}, 2, 128, lb, DType::BF16, 43, 64);
     std::vector<uint8_t> o_ref;
     std::vector<float> pool_ref;
-    for (const char* segments : {"1", "5", "64"}) {
+    // {segments, shared memory reserved per recurrence CTA in KB (DS_KDA_K2_RESERVE_KB)}
+    for (auto [segments, reserve_kb] : {std::pair<const char*, const char*>{"1", "0"},
+                                        {"5", "0"},
+                                        {"64", "0"},
+                                        {"5", "100"},
+                                        {"5", "200"}}) {
       setenv("DS_KDA_SEGMENTS", segments, 1);
+      setenv("DS_KDA_K2_RESERVE_KB", reserve_kb, 1);
       const auto [got_o, got_pool] = run_prefill_bits(c);
+      unsetenv("DS_KDA_K2_RESERVE_KB");
       if (o_ref.empty()) {
         o_ref = got_o, pool_ref = got_pool;
         continue;
       }
-      EXPECT_EQ(got_o, o_ref) << segments << " segments";
-      EXPECT_EQ(std::memcmp(got_pool.data(), pool_ref.data(), pool_ref.size() * sizeof(float)), 0)
-          << segments << " segments";
+      const std::string what = std::string(segments) + " segments, " + reserve_kb + " KB reserved";
+      EXPECT_EQ(got_o, o_ref) << what;
+      EXPECT_EQ(std::memcmp(got_pool.data(), pool_ref.data(), pool_ref.size() * sizeof(float)), 0) << what;
     }
     setenv("DS_KDA_SEGMENTS", "3", 1);
     expect_prefill(c, lb ? "safe, 3 segments" : "softplus, 3 segments");
@@ -237,32 +244,56 @@ TEST_F(KdaCuda, PrefillSegmentsGiveIdenticalBits) {
   }
 }
 
-// The recurrence's pipeline depth (env DS_KDA_K2_STAGES) changes only when loads are issued: the
-// same bits for every depth, at both CTA widths, for bf16 and f32 activations (different stage sizes).
+// The recurrence's pipeline depth (env DS_KDA_K2_STAGES) changes only when loads are issued, and
+// its CTA width (DS_KDA_K2_WARPS) only which CTA a warp sits in: the same bits for every depth and
+// width of one recurrence form (DS_KDA_K2_SPLIT: key-split or whole-key warps), for bf16 and f32
+// activations (different stage sizes).
 TEST_F(KdaCuda, PrefillPipelineDepthGivesIdenticalBits) {
   for (DType dt_act : {DType::BF16, DType::F32}) {
     const KdaPrefillCase c = KdaPrefillCase::make({300, 1, 77}, 3, 128, -5.0f, dt_act, 44, 64);
-    for (const char* warps : {"4", "8"}) {
+    for (const char* split : {"1", "0"}) {
+      setenv("DS_KDA_K2_SPLIT", split, 1);
       std::vector<uint8_t> o_ref;
       std::vector<float> pool_ref;
-      for (const char* stages : {"3", "2", "5", "8"}) {
-        setenv("DS_KDA_K2_WARPS", warps, 1);
-        setenv("DS_KDA_K2_STAGES", stages, 1);
-        const auto [got_o, got_pool] = run_prefill_bits(c);
-        if (o_ref.empty()) {
-          o_ref = got_o, pool_ref = got_pool;
-          continue;
+      for (const char* warps : {"4", "8", "2"})
+        for (const char* stages : {"3", "2", "5", "8"}) {
+          setenv("DS_KDA_K2_WARPS", warps, 1);
+          setenv("DS_KDA_K2_STAGES", stages, 1);
+          const auto [got_o, got_pool] = run_prefill_bits(c);
+          if (o_ref.empty()) {
+            o_ref = got_o, pool_ref = got_pool;
+            continue;
+          }
+          const std::string what =
+              std::string("split ") + split + ", " + warps + " warps, " + stages + " stages";
+          EXPECT_EQ(got_o, o_ref) << what;
+          EXPECT_EQ(std::memcmp(got_pool.data(), pool_ref.data(), pool_ref.size() * sizeof(float)), 0)
+              << what;
         }
-        const std::string what = std::string(warps) + " warps, " + stages + " stages";
-        EXPECT_EQ(got_o, o_ref) << what;
-        EXPECT_EQ(std::memcmp(got_pool.data(), pool_ref.data(), pool_ref.size() * sizeof(float)), 0) << what;
-      }
+      unsetenv("DS_KDA_K2_WARPS");
+      setenv("DS_KDA_K2_STAGES", "6", 1);
+      expect_prefill(c, dt_act == DType::F32 ? "f32, 6 stages" : "bf16, 6 stages");
+      unsetenv("DS_KDA_K2_STAGES");
     }
-    unsetenv("DS_KDA_K2_WARPS");
-    setenv("DS_KDA_K2_STAGES", "6", 1);
-    expect_prefill(c, dt_act == DType::F32 ? "f32, 6 stages" : "bf16, 6 stages");
-    unsetenv("DS_KDA_K2_STAGES");
+    unsetenv("DS_KDA_K2_SPLIT");
   }
+}
+
+// The recurrence form not taken by default (whole-key warps, DS_KDA_K2_SPLIT=0; every other test
+// runs the key-split form) against the oracle on awkward lengths, the steep softplus decay, f32
+// activations, many heads, and checkpoints off the chunk grid.
+TEST_F(KdaCuda, PrefillWholeKeyRecurrenceMatchesOracle) {
+  setenv("DS_KDA_K2_SPLIT", "0", 1);
+  expect_prefill(KdaPrefillCase::make({37, 1, 64, 0, 100, 17}, 4, 128, -5.0f, DType::BF16, 21, 16),
+                 "whole-key safe/awkward");
+  expect_prefill(KdaPrefillCase::make({77, 5, 300}, 4, 128, std::nullopt, DType::BF16, 22, 32, true),
+                 "whole-key softplus/steep");
+  expect_prefill(KdaPrefillCase::make({50, 129}, 2, 128, std::nullopt, DType::F32, 24, 48), "whole-key f32");
+  expect_prefill(KdaPrefillCase::make({300, 45}, 32, 128, std::nullopt, DType::BF16, 25, 64),
+                 "whole-key H32");
+  expect_prefill(KdaPrefillCase::make({300, 45, 0, 129, 7}, 2, 128, -5.0f, DType::BF16, 45, 37),
+                 "whole-key every 37");
+  unsetenv("DS_KDA_K2_SPLIT");
 }
 
 void expect_decode(const KdaDecodeCase& c, const char* name) {
