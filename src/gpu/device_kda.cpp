@@ -72,12 +72,13 @@ void kda_mixer(const ForwardContext& ctx, const DeviceKda& w, int kda_layer, con
     a.pool = pool;
     a.initial_slot = ctx.live, a.final_slot = ctx.live;
     a.checkpoints = ctx.checkpoints;
-    // The chunked kernel emits at multiples of kKdaCheckpointAlign or a sequence's end only.
+    // The CUDA chunked kernel emits at any position; the CPU's chunked form at multiples of
+    // kKdaCheckpointAlign or a sequence's end only (else the exact per-token path).
     bool aligned = true;
     for (const KdaCheckpointRequest& ck : ctx.checkpoints)
       aligned = aligned && (ck.after_tokens % kKdaCheckpointAlign == 0 ||
                             ck.after_tokens == ctx.cu[size_t(ck.seq) + 1] - ctx.cu[size_t(ck.seq)]);
-    a.exact = ctx.exact_kda || !aligned;
+    a.exact = ctx.exact_kda || (ctx.device != Device::Cuda && !aligned);
     kda_prefill(a);
     rmsnorm_gated_sigmoid(o.reshaped(T * H, K), r.reshaped(T * H, K), w.o_norm, cfg.rms_norm_eps,
                           o.reshaped(T * H, K));
