@@ -19,6 +19,7 @@ import math
 import os
 import statistics
 import sys
+import time
 
 import torch
 
@@ -415,6 +416,49 @@ def run_decode(ours, fused_recurrent_kda_fwd, batches, H, gate, copy_bw, results
         torch.cuda.empty_cache()
 
 
+def prefill_cases(a):
+    """(gate, H, sequence lengths) of the prefill table for the parsed arguments."""
+    cases = []
+    for gate in a.gates.split(','):
+        Hs, Ts = ((32,), (8192,)) if a.quick else ((32, 64, 96), (8192, 32768, 65536))
+        if a.heads:
+            Hs = tuple(int(h) for h in a.heads.split(','))
+        if 'grid' in a.shapes:
+            for H in Hs:
+                for T in Ts:
+                    cases.append((gate, H, [T]))
+        if 'varlen' in a.shapes:
+            g = torch.Generator().manual_seed(5)
+            lens = torch.randint(256, 3840, (16,), generator=g).tolist()
+            cases.append((gate, 64, lens))
+    return cases
+
+
+def fla_warm(chunk_kda, cases):
+    """fla once per (gate, H, packed or varlen) of `cases`, untimed: Triton compiles (and autotunes)
+    its kernels into TRITON_CACHE_DIR, so that several such processes can pay the compilation in
+    parallel before the table runs on a quiet GPU."""
+    seen = set()
+    for gate, H, lens in cases:
+        if (gate, H, len(lens) > 1) in seen:
+            continue
+        seen.add((gate, H, len(lens) > 1))
+        t0 = time.time()
+        gen = torch.Generator(device='cuda').manual_seed(1234 + H)
+        T = sum(lens)
+        q, k, v, g, b = prefill_inputs(T, H, gen)
+        a_log, dt_bias = gate_params(H, gen)
+        cu = [0]
+        for n in lens:
+            cu.append(cu[-1] + n)
+        with torch.inference_mode():
+            fla_prefill(chunk_kda, q, k, v, g, b, a_log, dt_bias, -5.0 if gate == 'safe' else None,
+                        cu if len(lens) > 1 else None)
+        torch.cuda.synchronize()
+        print(f'fla warm {gate} H={H} T={T} seqs={len(lens)}: {time.time() - t0:.1f} s', flush=True)
+        del q, k, v, g, b
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--lib', required=True)
@@ -439,6 +483,7 @@ def main():
                     help="part envsweep: settings separated by ';', each NAME=VALUE[,NAME=VALUE...]")
     ap.add_argument('--sweep-shapes', default='',
                     help='part envsweep: H:T,... (default: the whole grid) for every gate of --gates')
+    ap.add_argument('--heads', default='', help='prefill / flawarm: grid heads, e.g. 32 (default 32,64,96)')
     ap.add_argument('--fla-at', default='', help='prefill: run fla only at these shapes, H:T,... (T summed for varlen)')
     a = ap.parse_args()
     sys.path.insert(0, a.fla)
@@ -449,6 +494,9 @@ def main():
         print('note: flash_kda is importable; fla may dispatch to it')
     except ImportError:
         print('fla backend: Triton (flash_kda not installed)')
+    parts = a.parts.split(',')
+    if parts == ['flawarm']:
+        return fla_warm(chunk_kda, prefill_cases(a))
     ours = Ours(load_lib(a.lib))
     torch.backends.cuda.matmul.allow_tf32 = False
     print(f'device: {torch.cuda.get_device_name()}, torch {torch.__version__}')
@@ -463,19 +511,8 @@ def main():
                    env=dict(device=torch.cuda.get_device_name(), torch=torch.__version__,
                             k2_warps=os.environ.get('DS_KDA_K2_WARPS', 'auto')))
     flush = torch.empty(256 << 20, dtype=torch.uint8, device='cuda')
-    parts = a.parts.split(',')
     if 'prefill' in parts:
-        cases = []
-        for gate in a.gates.split(','):
-            Hs, Ts = ((32,), (8192,)) if a.quick else ((32, 64, 96), (8192, 32768, 65536))
-            if 'grid' in a.shapes:
-                for H in Hs:
-                    for T in Ts:
-                        cases.append((gate, H, [T]))
-            if 'varlen' in a.shapes:
-                g = torch.Generator().manual_seed(5)
-                lens = torch.randint(256, 3840, (16,), generator=g).tolist()
-                cases.append((gate, 64, lens))
+        cases = prefill_cases(a)
         base = Ours(load_lib(a.lib_base)) if a.lib_base else None
         fla_at = {tuple(int(x) for x in s.split(':')) for s in a.fla_at.split(',')} if a.fla_at else None
         run_prefill(ours, chunk_kda, cases, copy_bw, mm, a.reps, results, flush, with_fla=not a.ours_only,

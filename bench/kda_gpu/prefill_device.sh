@@ -11,6 +11,8 @@
 #   ours      deltaserve alone: the prefill table and the checkpoint overhead (and $LIB_BASE, another
 #             build of the library, on the same inputs)
 #   fla1      fla once at softplus H = 32, T = 8192 (how long its compile and autotuning take)
+#   flawarm   fla's Triton kernels compiled for every (gate, H) and varlen set of the table, in
+#             parallel processes (gates of GATES); their autotuning choices then dropped
 #   table     the prefill table side by side with fla: both gates, H 32/64/96 × T 8k/32k/64k and the
 #             16-sequence varlen batch
 # Logs (at most 8 files) under $OUT. fla's Triton kernels compile and autotune on first use; a cache from an
@@ -73,6 +75,24 @@ step_fla1() {
   timeout "${FLA1_S:-200}" "${B[@]}" --parts prefill --gates softplus --shapes grid --quick --reps 3 2>&1 |
     tee "$OUT/fla1.log"
   echo "fla1 rc=$? ($((SECONDS - t0)) s)"
+}
+step_flawarm() {  # one process per (gate, H) and per gate's varlen batch, in parallel
+  local g H pids=() gates=${GATES:-safe,softplus}
+  for g in ${gates//,/ }; do
+    for H in 32 64 96; do
+      timeout "${WARM_S:-300}" "${B[@]}" --parts flawarm --gates "$g" --shapes grid --heads "$H" >"/tmp/warm_${g}_$H.log" 2>&1 &
+      pids+=($!)
+    done
+    timeout "${WARM_S:-300}" "${B[@]}" --parts flawarm --gates "$g" --shapes varlen >"/tmp/warm_${g}_varlen.log" 2>&1 &
+    pids+=($!)
+  done
+  wait "${pids[@]}"
+  cat /tmp/warm_*.log >"$OUT/warm.log"
+  grep "fla warm" "$OUT/warm.log"
+  # The autotuning choices were made with the GPU shared: drop them, keep the compiled kernels, so
+  # that the table's first call of each set tunes again on a quiet GPU.
+  find "$TRITON_CACHE_DIR" -name '*.autotune.json' -delete
+  echo "flawarm ($((SECONDS - t0)) s)"
 }
 step_table() {
   timeout "${TABLE_S:-420}" "${B[@]}" --parts prefill --gates safe,softplus --shapes grid,varlen \
