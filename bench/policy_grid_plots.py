@@ -4,7 +4,7 @@ One file per slice, three panels side by side:
   1. realized hit rate vs concurrency, one line per policy (the mean over seeds, a vertical bar
      from the lowest to the highest seed where there are several), boundary-aware's offline bound
      dashed;
-  2. checkpoint bytes per hit token vs concurrency, log scale (0 = no hit: drawn at the floor);
+  2. checkpoint bytes per hit token vs concurrency, log scale (no point where nothing hit);
   3. TTFT p50 (log scale) vs output tokens/s per GPU, one point per (policy, concurrency), each
      policy's points joined in concurrency order; the Pareto front (no other point has both higher
      throughput and lower TTFT) ringed, numbered and listed under the legend.
@@ -106,11 +106,11 @@ def slice_svg(cells, concs, labels, ours, path, title):
     lo = 10.0 ** math.floor(math.log10(max(1.0, min([b for b in bph if b > 0], default=1.0))))
     hi = 10.0 ** math.ceil(math.log10(max(bph + [10 * lo])))
     p = _Panel(PANEL_W + GAP, 0 if len(concs) > 1 else -0.5, nx if len(concs) > 1 else 0.5, lo, hi, ylog=True)
-    out += p.frame("checkpoint bytes per hit token", "concurrency (lanes)", "bytes (log; 0 = floor)",
+    out += p.frame("checkpoint bytes per hit token", "concurrency (lanes)", "bytes (log; none = no hit)",
                    _log_ticks(lo, hi), xt)
     for lab in labels:
-        pts = [p.map(xi[c], max(lo, _mean(vals(lab, c, "checkpoint_bytes_per_hit_token"))))
-               for c in concs if (lab, c) in cells]
+        pts = [p.map(xi[c], _mean(vals(lab, c, "checkpoint_bytes_per_hit_token")))
+               for c in concs if (lab, c) in cells and _mean(vals(lab, c, "checkpoint_bytes_per_hit_token")) > 0]
         out += _polyline(pts, col[lab], width(lab)) + _dots(pts, col[lab])
 
     # 3. Pareto: TTFT p50 vs output throughput per GPU
