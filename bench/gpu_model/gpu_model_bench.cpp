@@ -96,21 +96,23 @@ double distinct_experts(int E, int k, int B) {
 }
 
 // graphs-grouped: graphs with the grouped expert GLU at every batch (no token-major MoE);
-// graphs-rows8: graphs with the GEMV and the token-major MoE up to 8 rows.
+// graphs-rows8: graphs with the GEMV and the token-major MoE up to 8 rows; graphs-f32mla: graphs with
+// the absorbed MLA attention in f32 on the CUDA cores (no tensor-core decode attention).
 DeviceModelOptions variant_options(const DeviceModelOptions& base, const std::string& v) {
   DeviceModelOptions o = base;
-  DS_CHECK(
-      v == "host" || v == "device" || v == "graphs" || v == "graphs-cublas" || v == "graphs-grouped" ||
-          v == "graphs-rows8" || v == "absorbed" || v == "per-expert",
-      "unknown variant '{}' (host, device, graphs, graphs-cublas, graphs-grouped, graphs-rows8, absorbed, "
-      "per-expert)",
-      v);
+  DS_CHECK(v == "host" || v == "device" || v == "graphs" || v == "graphs-cublas" || v == "graphs-grouped" ||
+               v == "graphs-rows8" || v == "graphs-f32mla" || v == "absorbed" || v == "per-expert",
+           "unknown variant '{}' (host, device, graphs, graphs-cublas, graphs-grouped, graphs-rows8, "
+           "graphs-f32mla, "
+           "absorbed, per-expert)",
+           v);
   o.device_moe = o.batched_heads = v != "host";
   o.dense_mla = v != "absorbed" && v != "host";
   o.few_row_gemv = v != "host" && v != "graphs-cublas";
   o.decode_graphs = v.rfind("graphs", 0) == 0;
   o.grouped_gemm = v != "per-expert";
   if (v == "graphs-grouped" || v == "host") o.token_moe_max_tokens = 0;
+  o.mma_mla = v != "graphs-f32mla" && v != "host";
   if (v == "graphs-rows8") o.gemv_max_rows = o.token_moe_max_tokens = 8;
   return o;
 }
@@ -318,8 +320,9 @@ void add_gpu_model_bench_options(CLI::App& cmd, GpuBenchArgs& a) {
   cmd.add_option("--batch", a.batches, "Decode batch sizes")->delimiter(',');
   cmd.add_option("--context", a.contexts, "Decode context lengths (tokens already in each sequence)")
       ->delimiter(',');
-  cmd.add_option("--variants", a.variants,
-                 "Decode variants: host, device, graphs, graphs-cublas, graphs-grouped, graphs-rows8")
+  cmd.add_option(
+         "--variants", a.variants,
+         "Decode variants: host, device, graphs, graphs-cublas, graphs-grouped, graphs-rows8, graphs-f32mla")
       ->delimiter(',');
   cmd.add_option("--prefill", a.prefill, "Prefill lengths (tokens)")->delimiter(',');
   cmd.add_flag("--skip-decode", a.skip_decode, "Do not run the decode points");

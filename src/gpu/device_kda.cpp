@@ -2,6 +2,7 @@
 #include <cmath>
 
 #include "gpu/forward_context.h"
+#include "kernels/graph.h"
 #include "kernels/kda.h"
 #include "kernels/memory.h"
 #include "kernels/norm.h"
@@ -47,6 +48,10 @@ void kda_mixer(const ForwardContext& ctx, const DeviceKda& w, int kda_layer, con
     a.pool = pool;
     a.conv_data = conv, a.conv_slot_stride = pools.slot_floats();
     a.slots = ctx.i32(ctx.live_dev, T);
+    // On the thread's default stream by handle, so that it is a programmatic dependent launch; the
+    // kernel before it (a projection GEMV) writes activations only, so the states may load early.
+    a.stream = default_stream(ctx.device);
+    a.overlap_prior_kernel = true;
     kda_decode(a);
     // One token per sequence: a checkpoint is the state after it, this layer's part of the live slot.
     for (const KdaCheckpointRequest& c : ctx.checkpoints)

@@ -57,6 +57,7 @@ void mla_mixer(const ForwardContext& ctx, const DeviceMla& w, int mla_layer, con
   a.q_pe = q.view(), a.q_pe_col = dn, a.q_pe_head_stride = dq;
   a.scale = 1.0f / std::sqrt(float(dq));
   a.ctx = cx.view();
+  a.bf16_products = ctx.mma_mla && ctx.device == Device::Cuda && ctx.w.precision == Precision::BF16;
   // bf16 CUDA prefill: each sequence of at least kMlaDenseMinTokens new tokens through the tensor
   // cores, each run of consecutive shorter ones (decode tokens of a mixed step) through the absorbed
   // kernel over just their rows; the choice depends on a sequence's own chunk, not on its batch.

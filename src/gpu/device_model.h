@@ -54,6 +54,9 @@ struct DeviceModelOptions {
   // attention per sequence through the tensor cores (mla_attention_dense) instead of the absorbed
   // kernel on the CUDA cores.
   bool dense_mla = true;
+  // bf16 on CUDA: the absorbed MLA attention (decode tokens, short sequences) with its score and
+  // context products in bf16 on the tensor cores (mla_decode_mma.cu) instead of f32 on the CUDA cores.
+  bool mma_mla = true;
   // bf16 on CUDA, MoE layers of more than kMoeGroupedMaxTokens tokens: the routed experts as two
   // grouped GEMM launches over every expert (moe_gemm_glu, moe_gemm_down) instead of one cuBLASLt
   // product per active expert and matrix after a host copy of the group offsets.

@@ -51,6 +51,14 @@ void StepGraph::capture(Device device, std::function<void()> body) {
   detail::no_backend("StepGraph::capture", device);
 }
 
+void* default_stream(Device device) {
+#ifdef DS_HAVE_CUDA
+  if (device == Device::Cuda) return cuda::per_thread_stream();
+#endif
+  (void)device;
+  return nullptr;
+}
+
 void StepGraph::replay() const {
   DS_CHECK(!empty(), "StepGraph::replay: nothing recorded");
   if (device_ == Device::Cpu) return body_();

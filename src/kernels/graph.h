@@ -12,6 +12,11 @@
 
 namespace ds {
 
+// The handle of the calling thread's default stream, the one steps run and are captured on (CUDA:
+// cudaStreamPerThread), for kernels that take an explicit stream (a non-null handle lets them use
+// programmatic dependent launches); nullptr on the CPU.
+void* default_stream(Device device);
+
 class StepGraph {
  public:
   StepGraph() = default;

@@ -92,6 +92,10 @@ void mla_attention(const MlaPagedLatents& p, const MlaAttentionArgs& a) {
   const float* q_hat = static_cast<const float*>(a.q_hat.data);
   const float* q_pe = static_cast<const float*>(a.q_pe.data) + a.q_pe_col;
   float* ctx = static_cast<float*>(a.ctx.data);
+  if (a.bf16_products &&
+      cuda::launch_mla_attention_mma(m, a.H, q_hat, a.q_hat.stride[0], q_pe, a.q_pe.stride[0],
+                                     a.q_pe_head_stride, a.scale, ctx, a.ctx.stride[0]))
+    return;
   // All heads per CTA with the context split (mla_split.cu) where the shape allows, else per head.
   if (cuda::launch_mla_attention_split(m, a.H, q_hat, a.q_hat.stride[0], q_pe, a.q_pe.stride[0],
                                        a.q_pe_head_stride, a.scale, ctx, a.ctx.stride[0]))

@@ -40,6 +40,10 @@ struct MlaAttentionArgs {
   int64_t q_pe_col = 0, q_pe_head_stride = 0;
   float scale = 0.0f;
   TensorView ctx;
+  // CUDA: the score and context products with bf16 operands on the tensor cores (f32 accumulation
+  // and softmax; about 1e-3 relative error) where the shape allows; false: f32 throughout. The CPU
+  // (the reference) ignores it.
+  bool bf16_products = false;
 };
 
 void mla_attention(const MlaPagedLatents& p, const MlaAttentionArgs& a);

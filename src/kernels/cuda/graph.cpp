@@ -35,4 +35,8 @@ void destroy_graph(void* exec) {
   cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(exec));
 }
 
+void* per_thread_stream() {
+  return static_cast<void*>(cudaStreamPerThread);
+}
+
 }  // namespace ds::cuda

@@ -22,25 +22,12 @@ constexpr int kMaxHeads = 32;
 constexpr int kHeadsPerThread = kMaxHeads / (kThreads / 128);  // 16: thread owns heads t/128 + 2q
 constexpr int kColsPerThread = 4;                              // cols t%128 + 128j, R <= 512
 
-struct SplitArgs {
-  MlaLaunch m;
-  int H, S;  // H: heads per group (gridDim.z groups)
-  const float* q_hat;
-  int64_t qhs;
-  const float* q_pe;
-  int64_t qps, qph;
-  float scale;
-  float* ctx;  // S == 1
-  int64_t cs;
-  float* part;  // S > 1: [T, S, G * H, 2 + R]: m, l, O
-};
-
 __device__ __forceinline__ const float* entry(const MlaLaunch& m, int32_t seq, int64_t t) {
   const int32_t page = m.page_table[m.page_offset[seq] + t / m.page_tokens];
   return m.pool + (int64_t(page) * m.page_tokens + t % m.page_tokens) * (m.R + m.dr);
 }
 
-__global__ void __launch_bounds__(kThreads) mla_split_kernel(SplitArgs a) {
+__global__ void __launch_bounds__(kThreads) mla_split_kernel(MlaSplitArgs a) {
   extern __shared__ float4 sm4[];
   float* sm = reinterpret_cast<float*>(sm4);
   // Rows of E = R + dr floats (E % 4 == 0); latent rows padded to E + 4 so that the lanes' 16-byte
@@ -169,8 +156,9 @@ __global__ void __launch_bounds__(kThreads) mla_split_kernel(SplitArgs a) {
 }
 
 // One CTA per (token, head), a thread per latent column: merges the S <= kMaxSplits partial
-// (m, l, O). The splits' weights exp(m_s - M) / L are computed once into shared memory; each thread's
-// loads over the splits are independent (many in flight).
+// (m, l, O); a split with l = 0 (no positions) is skipped and its O not read. The splits' weights exp(m_s -
+// M) / L are computed once into shared memory; each thread's loads over the splits are independent (many in
+// flight).
 constexpr int kMaxSplits = 128;
 constexpr int kMergeThreads = 512;
 __global__ void __launch_bounds__(kMergeThreads)
@@ -203,12 +191,15 @@ __global__ void __launch_bounds__(kMergeThreads)
   for (int c = tid; c < R; c += blockDim.x) {
     float o = 0.0f;
 #pragma unroll 16
-    for (int s = 0; s < S; ++s) o += base[s * step + 2 + c] * wgt[s];
+    for (int s = 0; s < S; ++s)
+      if (wgt[s] != 0.0f) o += base[s * step + 2 + c] * wgt[s];  // empty splits (l = 0) leave O unwritten
     ctx[i * cs + int64_t(h) * R + c] = o;
   }
 }
 
-int sm_count() {
+}  // namespace
+
+int mla_sm_count() {
   static const int n = [] {
     int dev = 0, v = 0;
     check(cudaGetDevice(&dev), "mla split: device");
@@ -218,7 +209,22 @@ int sm_count() {
   return n;
 }
 
-}  // namespace
+float* mla_partials(const MlaLaunch& m, int S, int64_t H) {
+  float* part = nullptr;
+  if (S > 1)
+    check(cudaMallocAsync(reinterpret_cast<void**>(&part), size_t(m.T * S * H * (2 + m.R)) * sizeof(float),
+                          cudaStreamPerThread),
+          "mla split: workspace");
+  return part;
+}
+
+void mla_merge_partials(float* part, const MlaLaunch& m, int S, int64_t H, float* ctx, int64_t ctx_stride) {
+  if (S <= 1) return;
+  mla_merge_kernel<<<dim3(unsigned(m.T), unsigned(H)), kMergeThreads>>>(part, S, int(H), int(m.R), ctx,
+                                                                        ctx_stride);
+  check_launch("mla merge kernel");
+  check(cudaFreeAsync(part, cudaStreamPerThread), "mla split: workspace free");
+}
 
 bool launch_mla_attention_split(const MlaLaunch& m, int64_t H, const float* q_hat, int64_t q_hat_stride,
                                 const float* q_pe, int64_t q_pe_stride, int64_t q_pe_head_stride, float scale,
@@ -238,22 +244,13 @@ bool launch_mla_attention_split(const MlaLaunch& m, int64_t H, const float* q_ha
   }();
   (void)attr;
   // Two CTAs' worth of work per SM in all; S = 1 once the tokens alone fill the GPU.
-  const int64_t want = (2 * int64_t(sm_count()) + m.T * G - 1) / (m.T * G);
+  const int64_t want = (2 * int64_t(mla_sm_count()) + m.T * G - 1) / (m.T * G);
   const int S = int(want < 1 ? 1 : (want > kMaxSplits ? kMaxSplits : want));
-  SplitArgs a{m,           int(Hg),          S,     q_hat, q_hat_stride, q_pe,
-              q_pe_stride, q_pe_head_stride, scale, ctx,   ctx_stride,   nullptr};
-  if (S > 1)
-    check(cudaMallocAsync(reinterpret_cast<void**>(&a.part), size_t(m.T * S * H * (2 + m.R)) * sizeof(float),
-                          cudaStreamPerThread),
-          "mla split: workspace");
+  MlaSplitArgs a{m,           int(Hg),          S,     q_hat, q_hat_stride, q_pe,
+                 q_pe_stride, q_pe_head_stride, scale, ctx,   ctx_stride,   mla_partials(m, S, H)};
   mla_split_kernel<<<dim3(unsigned(m.T), unsigned(S), unsigned(G)), kThreads, smem>>>(a);
   check_launch("mla split kernel");
-  if (S > 1) {
-    mla_merge_kernel<<<dim3(unsigned(m.T), unsigned(H)), kMergeThreads>>>(a.part, S, int(H), int(m.R), ctx,
-                                                                          ctx_stride);
-    check_launch("mla merge kernel");
-    check(cudaFreeAsync(a.part, cudaStreamPerThread), "mla split: workspace free");
-  }
+  mla_merge_partials(a.part, m, S, H, ctx, ctx_stride);
   return true;
 }
 

@@ -61,6 +61,32 @@ void launch_mla_write(const MlaLaunch& m, const float* c, int64_t c_stride, cons
 bool launch_mla_attention_split(const MlaLaunch& m, int64_t H, const float* q_hat, int64_t q_hat_stride,
                                 const float* q_pe, int64_t q_pe_stride, int64_t q_pe_head_stride, float scale,
                                 float* ctx, int64_t ctx_stride);
+// The same with bf16 operands on the tensor cores (mla_decode_mma.cu); false (nothing launched) for
+// shapes it does not take (H > 32, R not a multiple of 64 up to 512, R + dr not a multiple of 32 up
+// to 576, unaligned rows).
+bool launch_mla_attention_mma(const MlaLaunch& m, int64_t H, const float* q_hat, int64_t q_hat_stride,
+                              const float* q_pe, int64_t q_pe_stride, int64_t q_pe_head_stride, float scale,
+                              float* ctx, int64_t ctx_stride);
+// The context split of the absorbed kernels (mla_split.cu): the device's SM count; the workspace of
+// S > 1 per-split partials [T, S, H, 2 + R] (m, l, unnormalised O of each split's online softmax;
+// nullptr for S == 1), and their merge into ctx [T, H*R] (S <= 128; a split with l = 0 holds no
+// positions and its O is not read), which also frees the workspace.
+int mla_sm_count();
+// Kernel arguments of a split launch: H heads (per head group where the kernel groups them).
+struct MlaSplitArgs {
+  MlaLaunch m;
+  int H, S;
+  const float* q_hat;
+  int64_t qhs;
+  const float* q_pe;
+  int64_t qps, qph;
+  float scale;
+  float* ctx;  // S == 1
+  int64_t cs;
+  float* part;  // S > 1: [T, S, heads, 2 + R]: m, l, O
+};
+float* mla_partials(const MlaLaunch& m, int S, int64_t H);
+void mla_merge_partials(float* part, const MlaLaunch& m, int S, int64_t H, float* ctx, int64_t ctx_stride);
 void launch_mla_attention(const MlaLaunch& m, int64_t H, const float* q_hat, int64_t q_hat_stride,
                           const float* q_pe, int64_t q_pe_stride, int64_t q_pe_head_stride, float scale,
                           float* ctx, int64_t ctx_stride);

@@ -246,6 +246,7 @@ __global__ void __launch_bounds__(256) down_kernel(GroupedGluLaunch l) {
 void launch_moe_route(const float* logits, const float* bias, int64_t T, int64_t E, int k, bool renormalize,
                       float scaling, int32_t* expert, float* weight) {
   require(k <= 64 && E <= 8192, "moe_route (CUDA): k <= 64 and E <= 8192");
+  if (launch_moe_route_warp(logits, bias, T, E, k, renormalize, scaling, expert, weight)) return;
   const size_t smem = size_t(E) * 12;
   route_kernel<<<unsigned(T), kRouteThreads, smem>>>(logits, bias, int(E), k, renormalize, scaling, expert,
                                                      weight);

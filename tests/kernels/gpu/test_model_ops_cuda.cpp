@@ -201,6 +201,45 @@ TEST_F(ModelOpsCuda, MlaAttentionKimiShapeSplitContext) {
   }
 }
 
+// The tensor-core absorbed attention (bf16_products) against the CPU's f32 one: Kimi's shape (32
+// heads, R = 512, dr = 64) and the tiny model's (4 heads, R = 128, dr = 32); one decode token (128
+// context splits, most of them empty at 1-33 positions), 3 tokens of different lengths (44 splits
+// each), and 140 tokens (one CTA per token, no merge); positions on scattered pages.
+TEST_F(ModelOpsCuda, MlaAttentionMmaMatchesCpu) {
+  struct Shape {
+    int64_t H, R, dr, dq;
+  };
+  for (const Shape sh : {Shape{32, 512, 64, 192}, Shape{4, 128, 32, 96}}) {
+    const int64_t P = 16, n_pages = 420;
+    Twin pool = Twin::randn(n_pages * P, sh.R + sh.dr, 70);
+    std::vector<int32_t> table;
+    for (int32_t p = 0; p < 400; ++p) table.push_back((p * 37 + 5) % n_pages);  // seq 0: 400 pages, seq 1: 20
+    for (int32_t p = 0; p < 20; ++p) table.push_back((p * 41 + 3) % n_pages);
+    const Twin tab = Twin::of(table, DType::I32, int64_t(table.size()), 1);
+    const Twin offset = Twin::of(std::vector<int32_t>{0, 400}, DType::I32, 2, 1);
+    const std::vector<std::vector<std::pair<int32_t, int32_t>>> cases = {
+        {{0, 0}}, {{1, 31}}, {{0, 32}}, {{1, 300}}, {{0, 6399}}, {{0, 4000}, {1, 7}, {1, 250}}, {}};
+    for (size_t c = 0; c < cases.size(); ++c) {
+      std::vector<int32_t> seq_h, pos_h;
+      for (const auto& [sq, ps] : cases[c]) seq_h.push_back(sq), pos_h.push_back(ps);
+      if (cases[c].empty())
+        for (int32_t t = 0; t < 140; ++t) seq_h.push_back(t % 2), pos_h.push_back(t % 2 ? 319 - t : 6000 + t);
+      const int64_t T = int64_t(seq_h.size());
+      const Twin seq = Twin::of(seq_h, DType::I32, T, 1), pos = Twin::of(pos_h, DType::I32, T, 1);
+      const Twin qhat = Twin::randn(T, sh.H * sh.R, 71 + uint32_t(c), 0.3f);
+      const Twin q = Twin::randn(T, sh.H * sh.dq, 81 + uint32_t(c), 0.3f);
+      Twin ctx = Twin::randn(T, sh.H * sh.R, 91);
+      for (Device d : {Device::Cpu, Device::Cuda}) {
+        const MlaPagedLatents p = paged_latents(d, pool, n_pages, P, sh.R, sh.dr, tab, offset, seq, pos);
+        MlaAttentionArgs a = attention_args(d, sh.H, qhat, q, sh.dq, sh.dr, ctx);
+        a.bf16_products = true;
+        mla_attention(p, a);
+      }
+      expect_same(ctx, 1e-2, "mla_attention bf16 tensor cores");
+    }
+  }
+}
+
 // One sequence's chunk of T tokens after p0 cached ones through mla_attention_dense on both devices
 // (Kimi's R = 512, dr = 64, dq = 192; H heads; the sequence's pages from entry page_off of the table),
 // the CUDA result against the CPU's f32 absorbed attention.

@@ -3,6 +3,7 @@
 // skipped without a CUDA device.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -70,31 +71,38 @@ struct Pair {
   std::vector<T> gpu() const { return d.to_host<T>(); }
 };
 
-// Routing of many tokens (random logits, bias, a few exact ties) and the grouping after it.
+// Routing of many tokens (random logits, bias, a few exact ties) and the grouping after it: 256 and
+// 8 experts (one warp per token, 8 scores per lane), 384 (16 per lane), 1000 (the block-wide kernel).
 TEST_F(MoeCuda, RouteAndGroupMatchCpu) {
-  const int64_t T = 67, E = 256, k = 8;
-  std::vector<float> lv = randn(size_t(T * E), 1);
-  for (int64_t e = 0; e < 16; ++e) lv[size_t(5 * E + e)] = 0.25f;  // token 5: exact ties
-  Pair<float> logits(lv), bias(randn(size_t(E), 2, 0.1f)), weight(size_t(T * k));
-  Pair<int32_t> expert(size_t(T * k)), off(size_t(E + 1)), active(size_t(E + 1)), tok(size_t(T * k)),
-      pos(size_t(T * k));
-  for (Device d : {Device::Cpu, Device::Cuda}) {
-    MoeRouteArgs a{
-        logits.view(d, {T, E}, DType::F32), bias.view(d, {E}, DType::F32),     int(k), true, 2.446f,
-        expert.view(d, {T, k}, DType::I32), weight.view(d, {T, k}, DType::F32)};
-    moe_route(a);
-    moe_group(a.expert, E,
-              {off.view(d, {E + 1}, DType::I32), active.view(d, {E + 1}, DType::I32),
-               tok.view(d, {T * k}, DType::I32), pos.view(d, {T * k}, DType::I32)});
+  struct Shape {
+    int64_t T, E, k;
+  };
+  for (const Shape sh : {Shape{67, 256, 8}, Shape{9, 8, 2}, Shape{13, 384, 8}, Shape{7, 1000, 6}}) {
+    const int64_t T = sh.T, E = sh.E, k = sh.k;
+    std::vector<float> lv = randn(size_t(T * E), 1 + uint32_t(E));
+    for (int64_t e = 0; e < std::min<int64_t>(16, E); ++e)
+      lv[size_t(5 * E + e)] = 0.25f;  // token 5: exact ties
+    Pair<float> logits(lv), bias(randn(size_t(E), 2, 0.1f)), weight(size_t(T * k));
+    Pair<int32_t> expert(size_t(T * k)), off(size_t(E + 1)), active(size_t(E + 1)), tok(size_t(T * k)),
+        pos(size_t(T * k));
+    for (Device d : {Device::Cpu, Device::Cuda}) {
+      MoeRouteArgs a{
+          logits.view(d, {T, E}, DType::F32), bias.view(d, {E}, DType::F32),     int(k), true, 2.446f,
+          expert.view(d, {T, k}, DType::I32), weight.view(d, {T, k}, DType::F32)};
+      moe_route(a);
+      moe_group(a.expert, E,
+                {off.view(d, {E + 1}, DType::I32), active.view(d, {E + 1}, DType::I32),
+                 tok.view(d, {T * k}, DType::I32), pos.view(d, {T * k}, DType::I32)});
+    }
+    EXPECT_EQ(expert.gpu(), expert.h) << E << " experts";
+    EXPECT_LE(rel_l2(weight.gpu(), weight.h), 1e-6) << E << " experts";
+    EXPECT_EQ(off.gpu(), off.h);
+    std::vector<int32_t> ga = active.gpu();
+    EXPECT_EQ(std::vector<int32_t>(ga.begin(), ga.begin() + 1 + ga[0]),
+              std::vector<int32_t>(active.h.begin(), active.h.begin() + 1 + active.h[0]));
+    EXPECT_EQ(tok.gpu(), tok.h);
+    EXPECT_EQ(pos.gpu(), pos.h);
   }
-  EXPECT_EQ(expert.gpu(), expert.h);
-  EXPECT_LE(rel_l2(weight.gpu(), weight.h), 1e-6);
-  EXPECT_EQ(off.gpu(), off.h);
-  std::vector<int32_t> ga = active.gpu();
-  EXPECT_EQ(std::vector<int32_t>(ga.begin(), ga.begin() + 1 + ga[0]),
-            std::vector<int32_t>(active.h.begin(), active.h.begin() + 1 + active.h[0]));
-  EXPECT_EQ(tok.gpu(), tok.h);
-  EXPECT_EQ(pos.gpu(), pos.h);
 }
 
 // Grouped GLU with bf16 and f32 weights, groups of 0 to more than one tile of rows.
