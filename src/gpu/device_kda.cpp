@@ -26,8 +26,12 @@ void kda_mixer(const ForwardContext& ctx, const DeviceKda& w, int kda_layer, con
                               {w.b, b.view()},
                               full_g ? FewRowsJob{w.g, r.view()} : FewRowsJob{w.g_a, glow.view()}};
   ctx.proj_many(n, first);
-  ctx.proj(low.view(), w.f_b, f.view());
-  if (!full_g) ctx.proj(glow.view(), w.g_b, r.view());
+  if (full_g) {
+    ctx.proj(low.view(), w.f_b, f.view());
+  } else {  // one launch at batch 1: g_b's job brings its own input rows
+    const FewRowsJob second[] = {{w.f_b, f.view()}, {w.g_b, r.view(), false, glow.view()}};
+    ctx.proj_many(low.view(), second);
+  }
   // This layer's part of every state slot: conv windows, then S.
   DevicePools& pools = ctx.pools;
   const int64_t layer_off = int64_t(kda_layer) * pools.layer_state_floats();

@@ -157,14 +157,15 @@ void ForwardContext::proj_many(const TensorView& x, std::span<const FewRowsJob> 
   bool one = few_row_gemv && device == Device::Cuda && x.shape[0] <= gemv_max_rows && !jobs.empty() &&
              int64_t(jobs.size()) <= kLinearFewRowsJobs;
   for (const FewRowsJob& j : jobs)
-    one = one && j.w.dtype == jobs[0].w.dtype && j.w.cols == jobs[0].w.cols && linear_few_rows_fits(x, j.w);
+    one = one && j.w.dtype == jobs[0].w.dtype && j.w.cols == jobs[0].w.cols &&
+          linear_few_rows_fits(j.x.data != nullptr ? j.x : x, j.w);
   if (one) return linear_few_rows_multi(x, jobs);
-  // Several rows: x cast to bf16 once for all the bf16 products.
+  // Several rows: x cast to bf16 once for all the bf16 products (jobs with their own rows: each alone).
   bool all_bf16 = device == Device::Cuda && x.dtype == DType::F32 && jobs.size() > 1;
-  for (const FewRowsJob& j : jobs) all_bf16 = all_bf16 && j.w.dtype == DType::BF16;
+  for (const FewRowsJob& j : jobs) all_bf16 = all_bf16 && j.w.dtype == DType::BF16 && j.x.data == nullptr;
   Buffer scratch;
   const TensorView xs = all_bf16 ? bf16_copy(x, scratch) : x;
-  for (const FewRowsJob& j : jobs) proj(xs, j.w, j.y, j.accumulate);
+  for (const FewRowsJob& j : jobs) proj(j.x.data != nullptr ? j.x : xs, j.w, j.y, j.accumulate);
 }
 
 void ForwardContext::proj(const TensorView& x, const ExpertLinear& wv, const TensorView& y,

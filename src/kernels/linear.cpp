@@ -92,28 +92,32 @@ void linear_few_rows_multi(const TensorView& x, std::span<const FewRowsJob> jobs
   DS_CHECK(!jobs.empty() && int64_t(jobs.size()) <= kLinearFewRowsJobs,
            "linear_few_rows_multi: {} jobs (1..{})", jobs.size(), kLinearFewRowsJobs);
   const WeightView& w0 = jobs[0].w;
+  auto x_of = [&](const FewRowsJob& j) -> const TensorView& { return j.x.data != nullptr ? j.x : x; };
   for (const FewRowsJob& j : jobs) {
     check_weight(j.w, "linear_few_rows_multi");
     const int64_t T = x.ndim == 2 ? x.shape[0] : -1;
     detail::check_rows("linear_few_rows_multi", "x", x, T, j.w.cols);
+    detail::check_rows("linear_few_rows_multi", "x", x_of(j), T, j.w.cols);
     detail::check_rows("linear_few_rows_multi", "y", j.y, T, j.w.rows);
-    check_same_device("linear_few_rows_multi", w0.device, {&x, &j.y});
+    check_same_device("linear_few_rows_multi", w0.device, {&x, &x_of(j), &j.y});
     DS_CHECK(j.w.dtype == w0.dtype && j.w.device == w0.device && j.w.cols == w0.cols,
              "linear_few_rows_multi: weights of different dtypes, devices or widths");
     DS_CHECK(
-        linear_few_rows_fits(x, j.w) && j.y.stride[1] == 1,
+        linear_few_rows_fits(x_of(j), j.w) && j.y.stride[1] == 1,
         "linear_few_rows_multi: {} rows of {} (at most {} rows, a multiple of 8 columns, 16-byte aligned)", T,
         j.w.cols, kLinearFewRows);
   }
   if (w0.device == Device::Cpu) {
-    for (const FewRowsJob& j : jobs) linear(x, j.w, j.y, j.accumulate);
+    for (const FewRowsJob& j : jobs) linear(x_of(j), j.w, j.y, j.accumulate);
     return;
   }
 #ifdef DS_HAVE_CUDA
   cuda::FewRowsLaunchJob lj[kLinearFewRowsJobs];
   for (size_t i = 0; i < jobs.size(); ++i)
-    lj[i] = {jobs[i].w.data, static_cast<float*>(jobs[i].y.data), jobs[i].y.stride[0], jobs[i].w.rows,
-             jobs[i].accumulate};
+    lj[i] = {jobs[i].w.data,         static_cast<float*>(jobs[i].y.data),
+             jobs[i].y.stride[0],    jobs[i].w.rows,
+             jobs[i].accumulate,     static_cast<const float*>(x_of(jobs[i]).data),
+             x_of(jobs[i]).stride[0]};
   return cuda::launch_linear_few_rows_multi(static_cast<const float*>(x.data), x.stride[0], x.shape[0],
                                             w0.dtype == DType::BF16, w0.cols, lj, int(jobs.size()));
 #endif
@@ -142,7 +146,8 @@ void linear_few_rows_glu(const TensorView& gate, const TensorView& up, const Wei
     return linear(hv, w, y, accumulate);
   }
 #ifdef DS_HAVE_CUDA
-  const cuda::FewRowsLaunchJob j{w.data, static_cast<float*>(y.data), y.stride[0], w.rows, accumulate};
+  const cuda::FewRowsLaunchJob j{w.data,     static_cast<float*>(y.data),          y.stride[0],   w.rows,
+                                 accumulate, static_cast<const float*>(gate.data), gate.stride[0]};
   return cuda::launch_linear_few_rows_multi(static_cast<const float*>(gate.data), gate.stride[0], T,
                                             w.dtype == DType::BF16, w.cols, &j, 1,
                                             static_cast<const float*>(up.data), up.stride[0]);

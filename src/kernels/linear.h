@@ -49,11 +49,13 @@ void linear_few_rows(const TensorView& x, const WeightView& w, const TensorView&
 // Several few-row products over the same rows x (e.g. a layer's projections of its normed input):
 // y_j (+)= x · W_jᵀ for each job, every W_j of one dtype with x's width, outputs not overlapping each
 // other or x. CUDA: one launch for all of them; the CPU runs linear() per job (the reference). At most
-// kLinearFewRowsJobs jobs, each fitting linear_few_rows.
+// kLinearFewRowsJobs jobs, each fitting linear_few_rows. A job may bring its own input rows (FewRowsJob::x:
+// the low-rank second halves of two projections in one launch), of x's row count and width.
 struct FewRowsJob {
   WeightView w;
   TensorView y;
   bool accumulate = false;
+  TensorView x = {};  // this job's own input rows (same row count; no data: the call's x)
 };
 constexpr int kLinearFewRowsJobs = 8;
 void linear_few_rows_multi(const TensorView& x, std::span<const FewRowsJob> jobs);

@@ -27,6 +27,8 @@ struct Job {
   int64_t y_stride, out;
   int32_t block0;  // first CTA of this job
   int32_t accumulate;
+  const float* x;  // input rows, xs apart
+  int64_t xs;
 };
 struct Jobs {
   Job job[kFewRowsMaxJobs];
@@ -47,12 +49,13 @@ struct Shape {
 
 // kGlu: the input row is silu(x) ⊙ x2 (x2 rows x2s apart), formed as it is loaded.
 template <class W, int kT, bool kGlu>
-__global__ void __launch_bounds__(256)
-    gemv_kernel(const float* x, int64_t xs, const float* x2, int64_t x2s, int64_t in, Jobs jobs) {
+__global__ void __launch_bounds__(256) gemv_kernel(const float* x2, int64_t x2s, int64_t in, Jobs jobs) {
   constexpr int kR = Shape<kT>::kR, kU = Shape<kT>::kU;
   int j = 0;
   while (j + 1 < jobs.n && int(blockIdx.x) >= jobs.job[j + 1].block0) ++j;
   const Job& jb = jobs.job[j];
+  const float* x = jb.x;
+  const int64_t xs = jb.xs;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int64_t o0 = (int64_t(int(blockIdx.x) - jb.block0) * kWarps + warp) * kR;
   if (o0 >= jb.out) return;
@@ -110,12 +113,11 @@ __global__ void __launch_bounds__(256)
 }
 
 template <class W, bool kGlu>
-void launch_rows(int64_t T, const float* x, int64_t xs, const float* x2, int64_t x2s, int64_t in,
-                 const Jobs& jobs, unsigned grid) {
+void launch_rows(int64_t T, const float* x2, int64_t x2s, int64_t in, const Jobs& jobs, unsigned grid) {
   switch (T) {
 #define DS_GEMV_CASE(n) \
   case n:               \
-    return launch_pdl(gemv_kernel<W, n, kGlu>, dim3(grid), dim3(kWarps * 32), 0, x, xs, x2, x2s, in, jobs);
+    return launch_pdl(gemv_kernel<W, n, kGlu>, dim3(grid), dim3(kWarps * 32), 0, x2, x2s, in, jobs);
     DS_GEMV_CASE(1)
     DS_GEMV_CASE(2)
     DS_GEMV_CASE(3)
@@ -140,26 +142,30 @@ void launch_linear_few_rows_multi(const float* x, int64_t x_stride, int64_t T, b
   int64_t blocks = 0;
   const int64_t rows_per_cta = kWarps * (T <= 2 ? Shape<1>::kR : Shape<8>::kR);
   for (int j = 0; j < n_jobs; ++j) {
-    js.job[j] = Job{jobs[j].w, jobs[j].y, jobs[j].y_stride, jobs[j].out, int32_t(blocks), jobs[j].accumulate};
+    const bool own = jobs[j].x != nullptr;
+    require(!own || jobs[j].x_stride % 4 == 0, "linear_few_rows (CUDA): a job's row stride % 4 != 0");
+    js.job[j] =
+        Job{jobs[j].w,       jobs[j].y,          jobs[j].y_stride,    jobs[j].out,
+            int32_t(blocks), jobs[j].accumulate, own ? jobs[j].x : x, own ? jobs[j].x_stride : x_stride};
     blocks += (jobs[j].out + rows_per_cta - 1) / rows_per_cta;
   }
   js.n = n_jobs;
   require(blocks <= 0x7fffffff, "linear_few_rows (CUDA): too many output rows");
   const unsigned g = unsigned(blocks);
   if (bf16 && up)
-    launch_rows<__nv_bfloat16, true>(T, x, x_stride, up, up_stride, in, js, g);
+    launch_rows<__nv_bfloat16, true>(T, up, up_stride, in, js, g);
   else if (bf16)
-    launch_rows<__nv_bfloat16, false>(T, x, x_stride, nullptr, 0, in, js, g);
+    launch_rows<__nv_bfloat16, false>(T, nullptr, 0, in, js, g);
   else if (up)
-    launch_rows<float, true>(T, x, x_stride, up, up_stride, in, js, g);
+    launch_rows<float, true>(T, up, up_stride, in, js, g);
   else
-    launch_rows<float, false>(T, x, x_stride, nullptr, 0, in, js, g);
+    launch_rows<float, false>(T, nullptr, 0, in, js, g);
   check_launch("linear_few_rows kernel");
 }
 
 void launch_linear_few_rows(const float* x, int64_t x_stride, int64_t T, const void* w, bool bf16,
                             int64_t out, int64_t in, float* y, int64_t y_stride, bool accumulate) {
-  const FewRowsLaunchJob j{w, y, y_stride, out, accumulate};
+  const FewRowsLaunchJob j{w, y, y_stride, out, accumulate, x, x_stride};
   launch_linear_few_rows_multi(x, x_stride, T, bf16, in, &j, 1);
 }
 

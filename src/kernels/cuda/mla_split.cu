@@ -155,12 +155,12 @@ __global__ void __launch_bounds__(kThreads) mla_split_kernel(MlaSplitArgs a) {
   }
 }
 
-// One CTA per (token, head), a thread per latent column: merges the S <= kMaxSplits partial
-// (m, l, O); a split with l = 0 (no positions) is skipped and its O not read. The splits' weights exp(m_s -
-// M) / L are computed once into shared memory; each thread's loads over the splits are independent (many in
-// flight).
+// One CTA per (token, head, 128 latent columns), a thread per column: merges the S <= kMaxSplits
+// partial (m, l, O); the splits with l = 0 (no positions; a suffix) are skipped and their O not read.
+// The splits' weights exp(m_s - M) / L are computed into shared memory by every CTA; each thread's
+// loads over the splits are independent (many in flight).
 constexpr int kMaxSplits = 128;
-constexpr int kMergeThreads = 512;
+constexpr int kMergeThreads = 128;  // = kMaxSplits: every thread takes part in the weights
 __global__ void __launch_bounds__(kMergeThreads)
     mla_merge_kernel(const float* part, int S, int H, int R, float* ctx, int64_t cs) {
   __shared__ float wgt[kMaxSplits];
@@ -187,12 +187,13 @@ __global__ void __launch_bounds__(kMergeThreads)
     L = red[0] + red[1] + red[2] + red[3];
     if (tid < S) wgt[tid] = e / L;
   }
-  __syncthreads();
-  for (int c = tid; c < R; c += blockDim.x) {
+  // The splits with positions (l >= 1) come first: both split kernels leave only a suffix of splits
+  // empty (their O may be unwritten, and is not read).
+  const int used = __syncthreads_count(tid < S && base[tid * step + 1] > 0.0f);
+  for (int c = int(blockIdx.z) * kMergeThreads + tid; c < R; c += int(gridDim.z) * kMergeThreads) {
     float o = 0.0f;
 #pragma unroll 16
-    for (int s = 0; s < S; ++s)
-      if (wgt[s] != 0.0f) o += base[s * step + 2 + c] * wgt[s];  // empty splits (l = 0) leave O unwritten
+    for (int s = 0; s < used; ++s) o += base[s * step + 2 + c] * wgt[s];
     ctx[i * cs + int64_t(h) * R + c] = o;
   }
 }
@@ -220,8 +221,9 @@ float* mla_partials(const MlaLaunch& m, int S, int64_t H) {
 
 void mla_merge_partials(float* part, const MlaLaunch& m, int S, int64_t H, float* ctx, int64_t ctx_stride) {
   if (S <= 1) return;
-  mla_merge_kernel<<<dim3(unsigned(m.T), unsigned(H)), kMergeThreads>>>(part, S, int(H), int(m.R), ctx,
-                                                                        ctx_stride);
+  const unsigned col_blocks = unsigned((m.R + kMergeThreads - 1) / kMergeThreads);
+  mla_merge_kernel<<<dim3(unsigned(m.T), unsigned(H), col_blocks), kMergeThreads>>>(part, S, int(H), int(m.R),
+                                                                                    ctx, ctx_stride);
   check_launch("mla merge kernel");
   check(cudaFreeAsync(part, cudaStreamPerThread), "mla split: workspace free");
 }

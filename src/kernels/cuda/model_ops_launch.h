@@ -42,8 +42,10 @@ struct FewRowsLaunchJob {
   float* y;       // [T, out], rows y_stride apart
   int64_t y_stride, out;
   bool accumulate;
+  const float* x;  // this job's input rows [T, in], x_stride apart (the call's x when null)
+  int64_t x_stride;
 };
-// up != nullptr: the input rows are silu(x) ⊙ up (rows up_stride apart).
+// up != nullptr: the input rows are silu(x) ⊙ up (rows up_stride apart; one job).
 void launch_linear_few_rows_multi(const float* x, int64_t x_stride, int64_t T, bool bf16, int64_t in,
                                   const FewRowsLaunchJob* jobs, int n_jobs, const float* up = nullptr,
                                   int64_t up_stride = 0);

@@ -246,7 +246,7 @@ TEST_F(MoeCuda, LinearFewRowsMatchesCpu) {
 }
 
 // Several weights of different heights over the same rows in one launch, into column slices of one
-// wide output and a separate one (accumulating), against the CPU per product.
+// wide output and a separate one (accumulating, over its own input rows), against the CPU per product.
 TEST_F(MoeCuda, LinearFewRowsMultiMatchesCpu) {
   const int64_t in = 776, xs = 784, wide = 704;
   const std::vector<int64_t> outs = {300, 9, 391, 1, 64};  // the first four side by side in `wide`
@@ -258,6 +258,7 @@ TEST_F(MoeCuda, LinearFewRowsMultiMatchesCpu) {
         ws.emplace_back(weight_bytes(wf, dt));
       }
       Pair<float> x(randn(size_t(T * xs), 60)), y(randn(size_t(T * wide), 61)), z(randn(size_t(T * 64), 62));
+      Pair<float> x2(randn(size_t(T * 800), 63));
       for (Device d : {Device::Cpu, Device::Cuda}) {
         auto wv = [&](size_t j) {
           return WeightView{d == Device::Cpu ? static_cast<void*>(ws[j].h.data()) : ws[j].d.data(), dt,
@@ -272,7 +273,9 @@ TEST_F(MoeCuda, LinearFewRowsMultiMatchesCpu) {
           jobs.push_back({wv(j), TensorView::matrix(yp + c0, DType::F32, T, outs[j], wide, d), j == 2});
           c0 += outs[j];
         }
-        jobs.push_back({wv(4), z.view(d, {T, 64}, DType::F32), true});
+        const TensorView x2v =
+            TensorView::matrix(x2.view(d, {T * 800}, DType::F32).data, DType::F32, T, in, 800, d);
+        jobs.push_back({wv(4), z.view(d, {T, 64}, DType::F32), true, x2v});
         linear_few_rows_multi(xv, jobs);
       }
       EXPECT_LE(rel_l2(y.gpu(), y.h), 1e-5) << dtype_name(dt) << " T=" << T;
