@@ -1,13 +1,13 @@
 // MLA absorbed attention over the paged latents on the tensor cores (bf16 operands, f32 accumulation
-// and softmax), for decode and other short query runs: CTA (i, s) holds every head of token i (padded
-// to 32 rows) and walks tiles [s*n, (s+1)*n) of 32 context positions, n = max(ceil(tiles / S), 2)
-// (CTAs past the last tile write an empty partial). Per tile: the f32 latent rows are loaded into
-// registers one tile ahead (warp w rows 4w .. 4w + 3, 20 16-byte loads per thread in flight while the
-// tile before is computed; page lookups once per row), stored as bf16 into one of two shared buffers; the
-// scores Q·Eᵀ [32 heads x 32 positions] as mma m16n8k16 with one 16x8 tile per warp; an online
-// softmax whose tile maxima and sums cross the warps through shared memory; P as bf16 into shared
-// memory; O [32, R] += P·E with each warp owning 64 latent columns (16 accumulator tiles). S > 1 writes
-// (m, l, O) partials that mla_split.cu's merge combines; S = 1 writes ctx. The plain reference is the
+// and softmax), for decode and other short query runs: CTA (i, s, g) holds heads 32g .. 32g + 31 of
+// token i (all of them up to 32 heads; padded to 32 rows) and walks tiles [s*n, (s+1)*n) of 32
+// context positions, n = max(ceil(tiles / S), 2) (CTAs past the last tile write an empty partial). Per tile:
+// the f32 latent rows are loaded into registers one tile ahead (warp w rows 4w .. 4w + 3, 20 16-byte loads
+// per thread in flight while the tile before is computed; page lookups once per row), stored as bf16 into one
+// of two shared buffers; the scores Q·Eᵀ [32 heads x 32 positions] as mma m16n8k16 with one 16x8 tile per
+// warp; an online softmax whose tile maxima and sums cross the warps through shared memory; P as bf16 into
+// shared memory; O [32, R] += P·E with each warp owning 64 latent columns (16 accumulator tiles). S > 1
+// writes (m, l, O) partials that mla_split.cu's merge combines; S = 1 writes ctx. The plain reference is the
 // CPU's f32 mla_attention (kernels/cpu/mla_attention.cpp); the f32 CUDA kernels are mla_split.cu/mla.cu.
 #include <cuda_runtime.h>
 
@@ -76,6 +76,7 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_mma_kernel(MlaSplitArg
   float* red_sum = red_max + 4 * kHeads;                          // [4, 32]
   const int64_t i = blockIdx.x;
   const int s = blockIdx.y, lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int hg = int(blockIdx.z) * kHeads;  // this CTA's first head (head groups of 32)
   const int g = lane / 4, t4 = lane % 4;
   const int32_t* table = a.m.page_table + a.m.page_offset[a.m.tok_seq[i]];
   const int n_ctx = a.m.tok_pos[i] + 1;
@@ -88,7 +89,7 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_mma_kernel(MlaSplitArg
   float4 st[kLoads];
 #pragma unroll
   for (int r = 0; r < kRowsPerWarp; ++r) {
-    const int h = warp * kRowsPerWarp + r;
+    const int h = hg + warp * kRowsPerWarp + r;
 #pragma unroll
     for (int q = 0; q < kColLoads; ++q) {
       const int k = (lane + 32 * q) * 4;
@@ -221,7 +222,7 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_mma_kernel(MlaSplitArg
   for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
     for (int u = 0; u < 2; ++u) {
-      const int h = mt * 16 + g + 8 * u;
+      const int h = hg + mt * 16 + g + 8 * u;
       if (h >= a.H) continue;
       float* out = a.ctx + i * a.cs + int64_t(h) * R;
       float mul = 1.0f / l_run[2 * mt + u];
@@ -248,7 +249,7 @@ bool launch_mla_attention_mma(const MlaLaunch& m, int64_t H, const float* q_hat,
                               const float* q_pe, int64_t q_pe_stride, int64_t q_pe_head_stride, float scale,
                               float* ctx, int64_t ctx_stride) {
   const int64_t E = m.R + m.dr;
-  if (H > kHeads || m.R % 64 != 0 || m.R > 512 || E % 32 != 0 || E > kMaxE) return false;
+  if (m.R % 64 != 0 || m.R > 512 || E % 32 != 0 || E > kMaxE) return false;
   if (!aligned16(m.pool) || !aligned16(q_hat) || !aligned16(q_pe) || q_hat_stride % 4 != 0 ||
       q_pe_stride % 4 != 0 || q_pe_head_stride % 4 != 0 || ctx_stride % 2 != 0 || !aligned16(ctx))
     return false;
@@ -261,11 +262,12 @@ bool launch_mla_attention_mma(const MlaLaunch& m, int64_t H, const float* q_hat,
   }();
   (void)attr;
   // One CTA per SM (shared memory): the tokens times the splits fill one wave.
-  const int64_t want = int64_t(mla_sm_count()) / m.T;
+  const int64_t G = (H + kHeads - 1) / kHeads;  // head groups (the latents are read once per group)
+  const int64_t want = int64_t(mla_sm_count()) / (m.T * G);
   const int S = int(want < 1 ? 1 : (want > kMaxSplits ? kMaxSplits : want));
   MlaSplitArgs a{m,           int(H),           S,     q_hat, q_hat_stride, q_pe,
                  q_pe_stride, q_pe_head_stride, scale, ctx,   ctx_stride,   mla_partials(m, S, H)};
-  mla_decode_mma_kernel<<<dim3(unsigned(m.T), unsigned(S)), kThreads, smem>>>(a);
+  mla_decode_mma_kernel<<<dim3(unsigned(m.T), unsigned(S), unsigned(G)), kThreads, smem>>>(a);
   check_launch("mla decode mma kernel");
   mla_merge_partials(a.part, m, S, H, ctx, ctx_stride);
   return true;

@@ -64,8 +64,8 @@ bool launch_mla_attention_split(const MlaLaunch& m, int64_t H, const float* q_ha
                                 const float* q_pe, int64_t q_pe_stride, int64_t q_pe_head_stride, float scale,
                                 float* ctx, int64_t ctx_stride);
 // The same with bf16 operands on the tensor cores (mla_decode_mma.cu); false (nothing launched) for
-// shapes it does not take (H > 32, R not a multiple of 64 up to 512, R + dr not a multiple of 32 up
-// to 576, unaligned rows).
+// shapes it does not take (R not a multiple of 64 up to 512, R + dr not a multiple of 32 up to 576,
+// unaligned rows). More than 32 heads: groups of 32 heads per CTA.
 bool launch_mla_attention_mma(const MlaLaunch& m, int64_t H, const float* q_hat, int64_t q_hat_stride,
                               const float* q_pe, int64_t q_pe_stride, int64_t q_pe_head_stride, float scale,
                               float* ctx, int64_t ctx_stride);

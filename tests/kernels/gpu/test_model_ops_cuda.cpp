@@ -202,14 +202,14 @@ TEST_F(ModelOpsCuda, MlaAttentionKimiShapeSplitContext) {
 }
 
 // The tensor-core absorbed attention (bf16_products) against the CPU's f32 one: Kimi's shape (32
-// heads, R = 512, dr = 64) and the tiny model's (4 heads, R = 128, dr = 32); one decode token (128
-// context splits, most of them empty at 1-33 positions), 3 tokens of different lengths (44 splits
-// each), and 140 tokens (one CTA per token, no merge); positions on scattered pages.
+// heads, R = 512, dr = 64), K3's 96 heads (3 head groups) and the tiny model's (4 heads, R = 128, dr = 32);
+// one decode token (128 context splits, most of them empty at 1-33 positions), 3 tokens of different lengths
+// (44 splits each), and 140 tokens (one CTA per token, no merge); positions on scattered pages.
 TEST_F(ModelOpsCuda, MlaAttentionMmaMatchesCpu) {
   struct Shape {
     int64_t H, R, dr, dq;
   };
-  for (const Shape sh : {Shape{32, 512, 64, 192}, Shape{4, 128, 32, 96}}) {
+  for (const Shape sh : {Shape{32, 512, 64, 192}, Shape{96, 512, 64, 192}, Shape{4, 128, 32, 96}}) {
     const int64_t P = 16, n_pages = 420;
     Twin pool = Twin::randn(n_pages * P, sh.R + sh.dr, 70);
     std::vector<int32_t> table;
@@ -220,6 +220,7 @@ TEST_F(ModelOpsCuda, MlaAttentionMmaMatchesCpu) {
     const std::vector<std::vector<std::pair<int32_t, int32_t>>> cases = {
         {{0, 0}}, {{1, 31}}, {{0, 32}}, {{1, 300}}, {{0, 6399}}, {{0, 4000}, {1, 7}, {1, 250}}, {}};
     for (size_t c = 0; c < cases.size(); ++c) {
+      if (sh.H > 32 && cases[c].empty()) continue;  // the CPU reference of 140 tokens x 96 heads: too slow
       std::vector<int32_t> seq_h, pos_h;
       for (const auto& [sq, ps] : cases[c]) seq_h.push_back(sq), pos_h.push_back(ps);
       if (cases[c].empty())
