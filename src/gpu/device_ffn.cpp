@@ -53,52 +53,51 @@ TensorView i32_view(const Buffer& b, int64_t n, Device d) {
   return TensorView::contiguous(b.data(), DType::I32, {n}, d);
 }
 
-// Routing, grouping, the experts and the combine on the device.
-void moe_routed_on_device(const ForwardContext& ctx, const DeviceMoe& w, const TensorView& logits,
-                          const TensorView& x, const TensorView& y) {
-  const MoeConfig& mc = ctx.cfg.moe;
+// The experts' GLU activation over f32 rows, in place into gate.
+void act_rows(const ForwardContext& ctx, const TensorView& gate, const TensorView& up) {
+  if (ctx.cfg.act == Activation::Situ)
+    situ_mul_rows(gate, up, gate, ctx.cfg.situ_beta, ctx.cfg.situ_linear_beta);
+  else
+    silu_mul(gate, up, gate);
+}
+
+// Grouping, the experts and the combine on the device, after moe_route: y f32 [T, W] = Σ_j weight[t, j]
+// · expert_{e[t, j]}(x[t]) with x f32 [T, W] (W: the experts' width, the hidden size or the latent).
+void moe_grouped_on_device(const ForwardContext& ctx, const DeviceMoe& w, const MoeRouteArgs& r,
+                           const TensorView& x, const TensorView& y) {
   const Device d = ctx.device;
-  const int64_t T = ctx.T, E = mc.n_expert, k = mc.n_expert_per_token, n_rows = T * k;
-  const Buffer expert(d, n_rows * 4), offsets(d, (E + 1) * 4), active(d, (E + 1) * 4),
-      row_token(d, n_rows * 4), pos(d, n_rows * 4);
-  DevMat weight = ctx.mat(T, k);
-  MoeRouteArgs r;
-  r.logits = logits;
-  r.bias = w.bias_device;
-  r.k = int(k), r.renormalize = mc.renormalize, r.scaling = mc.routed_scaling;
-  r.expert = TensorView::contiguous(expert.data(), DType::I32, {T, k}, d);
-  r.weight = weight.flat();
-  moe_route(r);
+  const GroupedExperts& gw = w.grouped;
+  const int64_t T = ctx.T, E = gw.E, k = r.k, n_rows = T * k, D = gw.D, I = gw.I;
+  const Buffer offsets(d, (E + 1) * 4), active(d, (E + 1) * 4), row_token(d, n_rows * 4), pos(d, n_rows * 4);
   const MoeGroups g{i32_view(offsets, E + 1, d), i32_view(active, E + 1, d), i32_view(row_token, n_rows, d),
                     i32_view(pos, n_rows, d)};
   moe_group(r.expert, E, g);
-  DevMat yg = ctx.mat(n_rows, x.shape[1]);
-  if (T <= kMoeGroupedMaxTokens) {
-    DevMat h = ctx.mat(n_rows, w.grouped.I);
-    moe_grouped_glu(x, w.grouped, g, h.view(), yg.view());
-  } else if (ctx.grouped_gemm && d == Device::Cuda && moe_gemm_supported(w.grouped)) {
+  DevMat yg = ctx.mat(n_rows, D);
+  if (T <= kMoeGroupedMaxTokens && !gw.mxfp4() && !gw.act.situ) {
+    DevMat h = ctx.mat(n_rows, I);
+    moe_grouped_glu(x, gw, g, h.view(), yg.view());
+  } else if (ctx.grouped_gemm && d == Device::Cuda && ctx.w.precision == Precision::BF16 &&
+             moe_gemm_supported(gw)) {
     // Two launches over every expert: x cast to bf16 once (T rows, read in place through row_token),
-    // the SiLU-GLU formed inside the first GEMM and written as bf16, the down product in f32.
-    const int64_t D = x.shape[1], I = w.grouped.I;
+    // the GLU formed inside the first GEMM and written as bf16, the down product in f32; MXFP4 experts
+    // dequantised tile by tile inside both.
     const Buffer xb(d, T * D * 2), hb(d, n_rows * I * 2);
     const TensorView xbv = TensorView::matrix(xb.data(), DType::BF16, T, D, D, d);
     const TensorView hbv = TensorView::matrix(hb.data(), DType::BF16, n_rows, I, I, d);
     cast_rows(x, xbv);
-    moe_gemm_glu(xbv, w.grouped, g, hbv);
-    moe_gemm_down(hbv, w.grouped, g, yg.view());
+    moe_gemm_glu(xbv, gw, g, hbv);
+    moe_gemm_down(hbv, gw, g, yg.view());
   } else {
     const std::vector<int32_t> start = offsets.to_host<int32_t>();
-    const int64_t D = x.shape[1];
     DevMat xg = ctx.mat(n_rows, D);
     gather_rows(x, g.row_token, xg.view());
     // bf16 weights on CUDA: the gathered rows cast once for every expert's gate and up products.
-    const bool bf16 = d == Device::Cuda && w.grouped.dtype == DType::BF16;
+    const bool bf16 = d == Device::Cuda && gw.dtype == DType::BF16;
     const Buffer xb(d, bf16 ? n_rows * D * 2 : 0);
     const TensorView xbv = TensorView::matrix(xb.data(), DType::BF16, bf16 ? n_rows : 0, D, D, d);
     if (bf16) cast_rows(xg.view(), xbv);
-    // Every active expert's gate and up products into one [rows, I] pair, one SiLU-GLU (and one cast)
+    // Every active expert's gate and up products into one [rows, I] pair, one GLU (and one cast)
     // over all rows, then every expert's down product.
-    const int64_t I = w.grouped.I;
     DevMat gate = ctx.mat(n_rows, I), up = ctx.mat(n_rows, I);
     auto rows_of = [&](const Buffer& b, int64_t r0, int64_t cnt, int64_t cols) {
       return TensorView::matrix(b.as<uint16_t>() + r0 * cols, DType::BF16, cnt, cols, cols, d);
@@ -110,7 +109,7 @@ void moe_routed_on_device(const ForwardContext& ctx, const DeviceMoe& w, const T
       ctx.proj(xe, w.experts[size_t(e)].gate, gate.rows_view(r0, cnt));
       ctx.proj(xe, w.experts[size_t(e)].up, up.rows_view(r0, cnt));
     }
-    silu_mul(gate.flat(), up.flat(), gate.flat());
+    act_rows(ctx, gate.view(), up.view());
     const Buffer hb(d, bf16 ? n_rows * I * 2 : 0);
     if (bf16) cast_rows(gate.view(), TensorView::matrix(hb.data(), DType::BF16, n_rows, I, I, d));
     for (int64_t e = 0; e < E; ++e) {
@@ -120,13 +119,8 @@ void moe_routed_on_device(const ForwardContext& ctx, const DeviceMoe& w, const T
       ctx.proj(he, w.experts[size_t(e)].down, yg.rows_view(r0, cnt));
     }
   }
-  weighted_combine_rows(yg.view(), TensorView::contiguous(pos.data(), DType::I32, {T, k}, d), weight.flat(),
-                        y);
+  weighted_combine_rows(yg.view(), TensorView::contiguous(pos.data(), DType::I32, {T, k}, d), r.weight, y);
 }
-
-}  // namespace
-
-namespace {
 
 // The token-major path takes one dense shared expert of the routed experts' shapes and dtype.
 bool token_moe_fits(const DeviceMoe& w) {
@@ -134,62 +128,16 @@ bool token_moe_fits(const DeviceMoe& w) {
     return false;
   const GroupedExperts& g = w.grouped;
   const WeightView &sg = w.shared->gate.dense, &su = w.shared->up.dense, &sd = w.shared->down.dense;
-  return sg.dtype == g.dtype && su.dtype == g.dtype && sd.dtype == g.dtype && sg.rows == g.I &&
-         sg.cols == g.D && su.rows == g.I && su.cols == g.D && sd.rows == g.D && sd.cols == g.I;
+  return !g.mxfp4() && w.latent_down.data == nullptr && sg.dtype == g.dtype && su.dtype == g.dtype &&
+         sd.dtype == g.dtype && sg.rows == g.I && sg.cols == g.D && su.rows == g.I && su.cols == g.D &&
+         sd.rows == g.D && sd.cols == g.I;
 }
 
-}  // namespace
-
-bool moe_on_device(const ForwardContext& ctx, const DeviceMoe& w) {
-  return ctx.device_moe && w.grouped.ptrs != nullptr && w.latent_down.data == nullptr &&
-         ctx.cfg.act == Activation::Silu;
-}
-
-void moe_forward(const ForwardContext& ctx, const DeviceMoe& w, const TensorView& x, const TensorView& y) {
+// Host routing and one GLU per active expert: the reference path (device_moe off).
+void moe_on_host(const ForwardContext& ctx, const DeviceMoe& w, const TensorView& x, const TensorView& y) {
   const MoeConfig& mc = ctx.cfg.moe;
   const int64_t T = ctx.T, E = mc.n_expert;
   DevMat logits = ctx.mat(T, E);
-  if (moe_on_device(ctx, w) && T <= ctx.token_moe_max_tokens && token_moe_fits(w)) {
-    // A few tokens: router, top-k, then the routed and shared experts token-major in two launches.
-    ctx.proj(x, w.router, logits.view());
-    const int64_t k = mc.n_expert_per_token;
-    const Buffer expert(ctx.device, T * k * 4);
-    DevMat weight = ctx.mat(T, k), h = ctx.mat(T * (k + 1), w.grouped.I);
-    MoeRouteArgs r;
-    r.logits = logits.view();
-    r.bias = w.bias_device;
-    r.k = int(k), r.renormalize = mc.renormalize, r.scaling = mc.routed_scaling;
-    r.expert = TensorView::contiguous(expert.data(), DType::I32, {T, k}, ctx.device);
-    r.weight = weight.flat();
-    moe_route(r);
-    MoeTokenGluArgs a;
-    a.x = x, a.expert = r.expert, a.weight = r.weight, a.experts = w.grouped;
-    a.shared_gate = w.shared->gate.dense, a.shared_up = w.shared->up.dense,
-    a.shared_down = w.shared->down.dense;
-    a.h = h.view(), a.y = y;
-    moe_token_glu(a);
-    return;
-  }
-  if (moe_on_device(ctx, w)) {
-    // The router and the shared expert's gate and up read the same x: one launch at batch 1.
-    const bool shared_dense = w.shared && !w.shared->gate.is_mxfp4() && !w.shared->up.is_mxfp4();
-    const int64_t I = shared_dense ? w.shared->intermediate() : 0;
-    DevMat sg = ctx.mat(shared_dense ? T : 0, I), su = ctx.mat(shared_dense ? T : 0, I);
-    if (shared_dense) {
-      const FewRowsJob jobs[] = {
-          {w.router, logits.view()}, {w.shared->gate.dense, sg.view()}, {w.shared->up.dense, su.view()}};
-      ctx.proj_many(x, jobs);
-    } else {
-      ctx.proj(x, w.router, logits.view());
-    }
-    moe_routed_on_device(ctx, w, logits.view(), x, y);
-    if (shared_dense) {
-      glu_down(ctx, sg.view(), su.view(), w.shared->down, y, /*accumulate=*/true);
-    } else if (w.shared) {
-      glu_forward(ctx, *w.shared, x, y, /*accumulate=*/true);
-    }
-    return;
-  }
   ctx.proj(x, w.router, logits.view());
   const std::vector<float> host_logits = logits.buf.to_host<float>();
   const MoeRouting r = route_sigmoid_topk(mc, w.bias, host_logits.data(), T);
@@ -234,6 +182,75 @@ void moe_forward(const ForwardContext& ctx, const DeviceMoe& w, const TensorView
     weighted_combine_rows(yg.view(), pos_v, w_v, y);
   }
   if (w.shared) glu_forward(ctx, *w.shared, x, y, /*accumulate=*/true);
+}
+
+}  // namespace
+
+bool moe_on_device(const ForwardContext& ctx, const DeviceMoe& w) {
+  return ctx.device_moe && w.grouped.ptrs != nullptr;
+}
+
+void moe_forward(const ForwardContext& ctx, const DeviceMoe& w, const TensorView& x, const TensorView& y) {
+  if (!moe_on_device(ctx, w)) return moe_on_host(ctx, w, x, y);
+  const MoeConfig& mc = ctx.cfg.moe;
+  const Device d = ctx.device;
+  const int64_t T = ctx.T, E = mc.n_expert, k = mc.n_expert_per_token;
+  // K3's Stable LatentMoE: the experts act on z = W_down x, their weighted sum u is normalised and
+  // projected back (y = W_up rmsnorm(u)); the shared expert stays full width.
+  const bool latent = w.latent_down.data != nullptr;
+  // MXFP4 experts token-major up to kMoeGroupedMaxTokens: there the grouped GEMMs' 128-row tiles would
+  // hold one or two rows per expert (K3: 16 of 896 experts per token), while token-major reads each
+  // expert once per token that chose it.
+  const bool token = T <= ctx.token_moe_max_tokens || (w.grouped.mxfp4() && T <= kMoeGroupedMaxTokens);
+  const bool fuse_shared = token && token_moe_fits(w);
+  // The router, the latent down-projection and the shared expert's gate and up read the same x: one
+  // launch at batch 1 (the SiLU shared expert's; a SiTU one runs through glu_forward).
+  const bool shared_pre = w.shared && !fuse_shared && ctx.cfg.act == Activation::Silu &&
+                          !w.shared->gate.is_mxfp4() && !w.shared->up.is_mxfp4();
+  const int64_t L = latent ? w.latent_down.rows : 0, SI = shared_pre ? w.shared->intermediate() : 0;
+  DevMat logits = ctx.mat(T, E), z = ctx.mat(latent ? T : 0, L), sg = ctx.mat(shared_pre ? T : 0, SI),
+         su = ctx.mat(shared_pre ? T : 0, SI);
+  std::vector<FewRowsJob> jobs{{w.router, logits.view()}};
+  if (latent) jobs.push_back({w.latent_down, z.view()});
+  if (shared_pre)
+    jobs.push_back({w.shared->gate.dense, sg.view()}), jobs.push_back({w.shared->up.dense, su.view()});
+  ctx.proj_many(x, jobs);
+
+  const Buffer expert(d, T * k * 4);
+  DevMat weight = ctx.mat(T, k);
+  MoeRouteArgs r;
+  r.logits = logits.view();
+  r.bias = w.bias_device;
+  r.k = int(k), r.renormalize = mc.renormalize, r.scaling = mc.routed_scaling;
+  r.expert = TensorView::contiguous(expert.data(), DType::I32, {T, k}, d);
+  r.weight = weight.flat();
+  moe_route(r);
+
+  const TensorView rin = latent ? z.view() : x;
+  DevMat u = ctx.mat(latent ? T : 0, L);
+  const TensorView rout = latent ? u.view() : y;
+  if (token) {
+    // A few tokens: the routed (and a fitting shared) experts token-major in two launches.
+    DevMat h = ctx.mat(T * (k + (fuse_shared ? 1 : 0)), w.grouped.I);
+    MoeTokenGluArgs a;
+    a.x = rin, a.expert = r.expert, a.weight = r.weight, a.experts = w.grouped;
+    if (fuse_shared)
+      a.shared_gate = w.shared->gate.dense, a.shared_up = w.shared->up.dense,
+      a.shared_down = w.shared->down.dense;
+    a.h = h.view(), a.y = rout;
+    moe_token_glu(a);
+  } else {
+    moe_grouped_on_device(ctx, w, r, rin, rout);
+  }
+  if (latent) {
+    if (w.latent_norm.data != nullptr) rmsnorm(u.view(), w.latent_norm, ctx.cfg.rms_norm_eps, u.view());
+    ctx.proj(u.view(), w.latent_up, y);
+  }
+  if (shared_pre) {
+    glu_down(ctx, sg.view(), su.view(), w.shared->down, y, /*accumulate=*/true);
+  } else if (w.shared && !fuse_shared) {
+    glu_forward(ctx, *w.shared, x, y, /*accumulate=*/true);
+  }
 }
 
 }  // namespace ds

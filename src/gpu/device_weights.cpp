@@ -11,26 +11,37 @@ std::string_view precision_name(Precision p) {
   return p == Precision::BF16 ? "bf16" : "f32";
 }
 
+ExpertAct expert_act(const ModelConfig& cfg) {
+  ExpertAct a;
+  a.situ = cfg.act == Activation::Situ, a.beta = cfg.situ_beta, a.linear_beta = cfg.situ_linear_beta;
+  return a;
+}
+
 GroupedExperts grouped_table(
-    const std::vector<DeviceGlu>& experts,
+    const std::vector<DeviceGlu>& experts, const ExpertAct& act,
     const std::function<const void* const*(const std::vector<const void*>&)>& store) {
   GroupedExperts g;
   if (experts.empty()) return g;
-  const WeightView& g0 = experts[0].gate.dense;
-  const int64_t E = int64_t(experts.size()), I = g0.rows, D = g0.cols;
-  std::vector<const void*> p(size_t(3 * E));
+  const ExpertLinear& l0 = experts[0].gate;
+  const bool mx = l0.is_mxfp4();
+  const DType dt = mx ? DType::U8 : l0.dense.dtype;
+  const int64_t E = int64_t(experts.size()), I = l0.rows(), D = l0.cols();
+  std::vector<const void*> p(size_t(3 * E)), s(mx ? size_t(3 * E) : 0);
   for (int64_t e = 0; e < E; ++e) {
     const DeviceGlu& x = experts[size_t(e)];
-    for (const ExpertLinear* l : {&x.gate, &x.up, &x.down})
-      if (l->is_mxfp4() || l->dense.dtype != g0.dtype) return g;
+    const ExpertLinear* m[3] = {&x.gate, &x.up, &x.down};
+    for (int w = 0; w < 3; ++w) {
+      if (m[w]->is_mxfp4() != mx || (!mx && m[w]->dense.dtype != dt)) return g;
+      p[size_t(w * E + e)] = mx ? static_cast<const void*>(m[w]->mxfp4.packed) : m[w]->dense.data;
+      if (mx) s[size_t(w * E + e)] = m[w]->mxfp4.scale;
+    }
     if (x.gate.rows() != I || x.up.rows() != I || x.gate.cols() != D || x.up.cols() != D ||
         x.down.rows() != D || x.down.cols() != I)
       return g;
-    p[size_t(e)] = x.gate.dense.data, p[size_t(E + e)] = x.up.dense.data,
-    p[size_t(2 * E + e)] = x.down.dense.data;
   }
   g.ptrs = store(p);
-  g.dtype = g0.dtype, g.E = E, g.I = I, g.D = D, g.device = g0.device;
+  if (mx) g.scales = store(s);
+  g.dtype = dt, g.E = E, g.I = I, g.D = D, g.device = l0.device(), g.act = act;
   return g;
 }
 
@@ -196,7 +207,7 @@ DeviceMla upload_mla(WeightUploader& up, const ModelConfig& cfg, const MlaWeight
   return d;
 }
 
-DeviceMoe upload_moe(WeightUploader& up, const MoeWeights& w) {
+DeviceMoe upload_moe(WeightUploader& up, const MoeWeights& w, const ExpertAct& act) {
   DeviceMoe d;
   d.router = up.matrix(w.gate);
   d.bias = tensor_to_f32(w.e_score_correction_bias);
@@ -208,7 +219,8 @@ DeviceMoe upload_moe(WeightUploader& up, const MoeWeights& w) {
   for (const ExpertWeights& e : w.experts)
     d.experts.push_back({up.expert(e.w1), up.expert(e.w3), up.expert(e.w2)});
   up.part = "other";
-  d.grouped = grouped_table(d.experts, [&](const std::vector<const void*>& p) { return up.pointers(p); });
+  d.grouped =
+      grouped_table(d.experts, act, [&](const std::vector<const void*>& p) { return up.pointers(p); });
   return d;
 }
 
@@ -243,7 +255,7 @@ DeviceWeights DeviceWeights::upload(const ModelConfig& cfg, const ModelWeights& 
     if (lw.mla) d.mla = upload_mla(up, cfg, *lw.mla);
     up.part = "dense + shared MLPs";
     if (lw.mlp) d.mlp = up.glu(*lw.mlp);
-    if (lw.moe) d.moe = upload_moe(up, *lw.moe);
+    if (lw.moe) d.moe = upload_moe(up, *lw.moe, expert_act(cfg));
     up.part = "other";
     dw.layers.push_back(std::move(d));
   }

@@ -66,17 +66,20 @@ struct DeviceMoe {
   std::vector<float> bias;         // host f32 [E] e_score_correction_bias (selection only)
   TensorView bias_device;          // the same f32 [E] on the device (unset: no bias)
   std::vector<DeviceGlu> experts;  // [E]
-  GroupedExperts grouped;          // the experts' pointer table (ptrs == nullptr: MXFP4 experts)
+  GroupedExperts grouped;          // the experts' pointer tables (ptrs == nullptr: mixed experts)
   std::optional<DeviceGlu> shared;
   WeightView latent_down, latent_up;  // LatentMoE [L, D], [D, L] (K3), or unset
   TensorView latent_norm;             // f32 [L] or unset
 };
 
-// The grouped view of dense routed experts: their gate, up and down pointers in one table that
-// `store` copies to the experts' device. Empty (ptrs == nullptr) if any expert is MXFP4 or the
-// experts' shapes or dtypes differ.
-GroupedExperts grouped_table(const std::vector<DeviceGlu>& experts,
+// The grouped view of the routed experts: their gate, up and down pointers (MXFP4: codes, and the
+// scales in a second table) in tables that `store` copies to the experts' device, with the config's
+// GLU activation. Empty (ptrs == nullptr) if the experts' shapes or formats differ.
+GroupedExperts grouped_table(const std::vector<DeviceGlu>& experts, const ExpertAct& act,
                              const std::function<const void* const*(const std::vector<const void*>&)>& store);
+
+// The routed experts' activation of a config (SiLU-GLU, or SiTU-GLU with its betas).
+ExpertAct expert_act(const ModelConfig& cfg);
 
 struct DeviceLayer {
   LayerKind kind = LayerKind::Kda;
@@ -105,7 +108,9 @@ class DeviceWeights {
 
   // The same structure with random values made on the device (benchmarks of real-size shapes
   // without their checkpoint): GEMM weights U(-a, a) with a = sqrt(3 / in_features) (unit gain),
-  // norms 1, small conv taps and gates, zero correction bias; routed experts always dense.
+  // norms 1, small conv taps and gates, zero correction bias; routed experts dense of the chosen
+  // precision, or with cfg.quant.mxfp4_experts MXFP4 (random codes, one power-of-two scale per
+  // matrix that gives about the dense experts' rms).
   static DeviceWeights random(const ModelConfig& cfg, Device device, Precision precision, uint64_t seed);
 
   int64_t bytes() const;  // resident bytes

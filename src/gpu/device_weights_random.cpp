@@ -1,6 +1,7 @@
 // DeviceWeights::random: the DeviceWeights structure of a config, filled on the device with
 // fill_uniform (no checkpoint, no host copy of the weights).
 #include <cmath>
+#include <cstring>
 
 #include "core/check.h"
 #include "gpu/device_weights.h"
@@ -30,6 +31,25 @@ class RandomWeights {
     return v;
   }
   DeviceGlu glu(int64_t D, int64_t I) { return {matrix(I, D), matrix(I, D), matrix(D, I)}; }
+  // MXFP4 weight [rows, cols]: the codes are the bytes of uniform f32 values, every scale one power of
+  // two chosen so that the rms weight (about 2.9 · scale over random codes) is near 1 / sqrt(cols), the
+  // dense weights' rms.
+  Mxfp4View mxfp4(int64_t rows, int64_t cols) {
+    DS_CHECK(cols % 32 == 0, "random MXFP4 weight: {} inputs, a multiple of 32 needed", cols);
+    const int64_t n_codes = rows * cols / 2, n_scales = rows * cols / 32;
+    const int64_t code_words = (n_codes + 3) / 4, scale_words = (n_scales + 3) / 4;
+    void* codes = alloc(code_words * 4);
+    void* scales = alloc(scale_words * 4);
+    fill_uniform(TensorView::contiguous(codes, DType::F32, {code_words}, dw_.device), next(), 1.0f);
+    const int e = int(std::lround(std::log2(1.0 / (2.9 * std::sqrt(double(cols))))));
+    const uint32_t b = uint32_t(127 + e), word = b * 0x01010101u;  // four scale bytes as one f32 value
+    float f;
+    std::memcpy(&f, &word, 4);
+    fill_uniform(TensorView::contiguous(scales, DType::F32, {scale_words}, dw_.device), 0, 0.0f, f);
+    return Mxfp4View{static_cast<const uint8_t*>(codes), static_cast<const uint8_t*>(scales), rows, cols,
+                     dw_.device};
+  }
+  DeviceGlu glu_mxfp4(int64_t D, int64_t I) { return {mxfp4(I, D), mxfp4(I, D), mxfp4(D, I)}; }
   const void* const* pointers(const std::vector<const void*>& p) {
     void* d = alloc(int64_t(p.size() * sizeof(void*)));
     copy_bytes(d, dw_.device, p.data(), Device::Cpu, int64_t(p.size() * sizeof(void*)));
@@ -104,9 +124,11 @@ DeviceMoe random_moe(RandomWeights& r, const ModelConfig& cfg) {
   if (mc.latent_norm) d.latent_norm = r.vec(L, 0.0f, 1.0f);
   if (mc.n_shared_expert > 0) d.shared = r.glu(D, I * mc.n_shared_expert);
   r.part = "routed experts";
-  for (int e = 0; e < mc.n_expert; ++e) d.experts.push_back(r.glu(L, I));
+  for (int e = 0; e < mc.n_expert; ++e)
+    d.experts.push_back(cfg.quant.mxfp4_experts ? r.glu_mxfp4(L, I) : r.glu(L, I));
   r.part = "other";
-  d.grouped = grouped_table(d.experts, [&](const std::vector<const void*>& p) { return r.pointers(p); });
+  d.grouped = grouped_table(d.experts, expert_act(cfg),
+                            [&](const std::vector<const void*>& p) { return r.pointers(p); });
   return d;
 }
 

@@ -1,5 +1,7 @@
 #include "kernels/expert_linear.h"
 
+#include <vector>
+
 #include "core/mxfp4.h"
 #include "kernels/cpu/mxfp4_linear.h"
 #include "kernels/dispatch.h"
@@ -44,6 +46,34 @@ void expert_linear(const TensorView& x, const ExpertLinear& w, const TensorView&
   if (w.device() != Device::Cpu) detail::no_backend("expert_linear (MXFP4)", w.device());
   cpu::mxfp4_linear(static_cast<const float*>(x.data), x.stride[0], T, w.mxfp4, static_cast<float*>(y.data),
                     y.stride[0], accumulate);
+}
+
+void mxfp4_dequant(const Mxfp4View& w, const TensorView& out) {
+  const ExpertLinear e(w);
+  e.validate("mxfp4_dequant");
+  const bool bf16 = out.dtype == DType::BF16;
+  DS_CHECK(bf16 || out.dtype == DType::F32, "mxfp4_dequant: out must be F32 or BF16, got {}",
+           dtype_name(out.dtype));
+  detail::check_flat("mxfp4_dequant", "out", out, w.rows * w.cols, out.dtype);
+  check_same_device("mxfp4_dequant", w.device, {&out});
+  if (w.device == Device::Cpu) {
+    std::vector<float> row(size_t(w.cols));
+    for (int64_t r = 0; r < w.rows; ++r) {
+      mxfp4_decode_row({w.packed + r * w.cols / 2, size_t(w.cols / 2)},
+                       {w.scale + r * w.cols / kMxfp4BlockSize, size_t(w.cols / kMxfp4BlockSize)}, row);
+      for (int64_t c = 0; c < w.cols; ++c) {
+        if (bf16)
+          static_cast<uint16_t*>(out.data)[r * w.cols + c] = f32_to_bf16(row[size_t(c)]);
+        else
+          static_cast<float*>(out.data)[r * w.cols + c] = row[size_t(c)];
+      }
+    }
+    return;
+  }
+#ifdef DS_HAVE_CUDA
+  return cuda::launch_mxfp4_dequant(w.packed, w.scale, w.rows, w.cols, out.data, bf16);
+#endif
+  detail::no_backend("mxfp4_dequant", w.device);
 }
 
 }  // namespace ds

@@ -38,4 +38,9 @@ struct ExpertLinear {
 // device, not overlapping.
 void expert_linear(const TensorView& x, const ExpertLinear& w, const TensorView& y, bool accumulate = false);
 
+// The whole MXFP4 matrix decoded into out (F32 or BF16 [rows, cols], contiguous, on w's device), bit for
+// bit core/mxfp4's values on every device (bf16 holds every E2M1 code times an E8M0 scale exactly);
+// the decoding check of the kernels that dequantise inside their products.
+void mxfp4_dequant(const Mxfp4View& w, const TensorView& out);
+
 }  // namespace ds

@@ -76,10 +76,11 @@ void cpu_grouped_glu(const TensorView& x, const GroupedExperts& w, const MoeGrou
   const int64_t D = w.D, I = w.I;
   for (int32_t a = 0; a < active[0]; ++a) {
     const int32_t e = active[1 + a];
-    const void *gate = w.ptrs[e], *up = w.ptrs[w.E + e], *down = w.ptrs[2 * w.E + e];
+    const ExpertMatrix gate = expert_matrix(w, 0, e), up = expert_matrix(w, 1, e),
+                       down = expert_matrix(w, 2, e);
     for (int32_t row = off[e]; row < off[e + 1]; ++row) {
       const float* xr = ptr<const float>(x) + tok[row] * x.stride[0];
-      expert_glu_row(gate, up, down, w.dtype, xr, D, I, ptr<float>(h) + row * h.stride[0],
+      expert_glu_row(gate, up, down, w.act, xr, D, I, ptr<float>(h) + row * h.stride[0],
                      ptr<float>(y) + row * y.stride[0]);
     }
   }
@@ -132,9 +133,10 @@ void moe_group(const TensorView& expert, int64_t E, const MoeGroups& g) {
 void moe_grouped_glu(const TensorView& x, const GroupedExperts& w, const MoeGroups& g, const TensorView& h,
                      const TensorView& y) {
   const int64_t n = g.row_token.numel();
-  DS_CHECK(
-      w.ptrs && w.E >= 1 && w.D % 8 == 0 && w.I % 8 == 0 && (w.dtype == DType::BF16 || w.dtype == DType::F32),
-      "moe_grouped_glu: experts must be F32/BF16 with D ({}) and I ({}) multiples of 8", w.D, w.I);
+  DS_CHECK(w.ptrs && w.E >= 1 && w.D % 8 == 0 && w.I % 8 == 0 &&
+               (w.dtype == DType::BF16 || w.dtype == DType::F32) && !w.act.situ,
+           "moe_grouped_glu: experts must be F32/BF16 SiLU-GLUs with D ({}) and I ({}) multiples of 8", w.D,
+           w.I);
   detail::check_rows("moe_grouped_glu", "x", x, x.ndim == 2 ? x.shape[0] : -1, w.D);
   detail::check_rows("moe_grouped_glu", "h", h, n, w.I);
   detail::check_rows("moe_grouped_glu", "y", y, n, w.D);

@@ -37,18 +37,31 @@ struct MoeGroups {
 // expert I32 [T, k] (each in [0, E)) -> groups.
 void moe_group(const TensorView& expert, int64_t E, const MoeGroups& g);
 
-// Routed experts stored as separate dense matrices, addressed through a table of E*3 pointers on
-// the experts' device: gate [I, D] of expert e at ptrs[e], up at ptrs[E + e], down [D, I] at
-// ptrs[2E + e]. dtype F32 or BF16.
+// The experts' GLU activation act(gate, up): SiLU(gate)·up (SwiGLU), or K3's SiTU-GLU
+// [β₁ tanh(gate/β₁) sigmoid(gate)] · [β₂ tanh(up/β₂)] (β₂ <= 0: up unclipped), in f32.
+struct ExpertAct {
+  bool situ = false;
+  float beta = 4.0f, linear_beta = 25.0f;
+};
+
+// Routed experts stored as separate matrices, addressed through a table of E*3 pointers on the
+// experts' device: gate [I, D] of expert e at ptrs[e], up at ptrs[E + e], down [D, I] at
+// ptrs[2E + e]. dtype F32, BF16, or U8 for MXFP4 (compressed-tensors mxfp4-pack-quantized): then
+// ptrs hold the packed codes u8 [rows, cols/2] and `scales` (the same layout) the E8M0 scales
+// u8 [rows, cols/32].
 struct GroupedExperts {
   const void* const* ptrs = nullptr;
   DType dtype = DType::BF16;
   int64_t E = 0, I = 0, D = 0;
   Device device = Device::Cpu;
+  const void* const* scales = nullptr;  // MXFP4 only
+  ExpertAct act = {};
+  bool mxfp4() const { return dtype == DType::U8; }
 };
 
 // y f32 [T*k, D] (grouped rows) = down_e(silu(gate_e x) ⊙ up_e x) with x = x[row_token[row]] and e
-// the row's expert; h f32 [T*k, I] is scratch. x f32 [T, D]. D and I multiples of 8.
+// the row's expert; h f32 [T*k, I] is scratch. x f32 [T, D]. D and I multiples of 8; F32/BF16
+// experts with the SiLU activation only.
 void moe_grouped_glu(const TensorView& x, const GroupedExperts& w, const MoeGroups& g, const TensorView& h,
                      const TensorView& y);
 

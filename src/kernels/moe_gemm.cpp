@@ -3,8 +3,9 @@
 #include <vector>
 
 #include "core/dtype.h"
-#include "kernels/activation.h"
+#include "core/mxfp4.h"
 #include "kernels/dispatch.h"
+#include "kernels/expert_glu_ref.h"
 #include "kernels/memory.h"
 #ifdef DS_HAVE_CUDA
 #include "kernels/cuda/moe_gemm_launch.h"
@@ -21,7 +22,8 @@ void check_bf16_rows(const char* op, const char* what, const TensorView& v, int6
 }
 
 void check_common(const char* op, const GroupedExperts& w, const MoeGroups& g) {
-  DS_CHECK(moe_gemm_supported(w), "{}: experts must be BF16 with D ({}) and I ({}) multiples of 8", op, w.D,
+  DS_CHECK(moe_gemm_supported(w),
+           "{}: experts must be BF16 (D, I multiples of 8) or MXFP4 (multiples of 32); D {}, I {}", op, w.D,
            w.I);
   detail::check_flat(op, "offsets", g.offsets, w.E + 1, DType::I32);
   detail::check_flat(op, "row_token", g.row_token, g.row_token.numel(), DType::I32);
@@ -31,12 +33,13 @@ const uint16_t* bf16_ptr(const TensorView& v) {
   return static_cast<const uint16_t*>(v.data);
 }
 
-// ---- CPU references: plain loops over each expert's rows, f32 sums of bf16 products ------------
+// ---- CPU references: plain loops over each expert's rows, f32 sums of products of bf16 inputs and
+// bf16 or (decoded) MXFP4 weights ------------------------------------------------------------------
 
-// out[r, n] = Σ_c a[row(r), c] · W_e[n, c] for the rows r of expert e; a bf16, W bf16 [N, K].
-float dot_bf16(const uint16_t* a, const uint16_t* w, int64_t K) {
+// Σ_c a[c] · W[n, c]; a bf16 [K].
+float dot_row(const uint16_t* a, const ExpertMatrix& w, int64_t n, int64_t K) {
   float s = 0.0f;
-  for (int64_t c = 0; c < K; ++c) s += bf16_to_f32(a[c]) * bf16_to_f32(w[c]);
+  for (int64_t c = 0; c < K; ++c) s += bf16_to_f32(a[c]) * w.at(n, c);
   return s;
 }
 
@@ -44,13 +47,12 @@ void cpu_glu(const TensorView& x, const GroupedExperts& w, const MoeGroups& g, c
   const auto* off = static_cast<const int32_t*>(g.offsets.data);
   const auto* tok = static_cast<const int32_t*>(g.row_token.data);
   for (int64_t e = 0; e < w.E; ++e) {
-    const auto* gate = static_cast<const uint16_t*>(w.ptrs[e]);
-    const auto* up = static_cast<const uint16_t*>(w.ptrs[w.E + e]);
+    const ExpertMatrix gate = expert_matrix(w, 0, e), up = expert_matrix(w, 1, e);
     for (int32_t r = off[e]; r < off[e + 1]; ++r) {
       const uint16_t* xr = bf16_ptr(x) + int64_t(tok[r]) * x.stride[0];
       uint16_t* hr = static_cast<uint16_t*>(h.data) + int64_t(r) * h.stride[0];
       for (int64_t i = 0; i < w.I; ++i)
-        hr[i] = f32_to_bf16(siluf(dot_bf16(xr, gate + i * w.D, w.D)) * dot_bf16(xr, up + i * w.D, w.D));
+        hr[i] = f32_to_bf16(expert_act(w.act, dot_row(xr, gate, i, w.D), dot_row(xr, up, i, w.D)));
     }
   }
 }
@@ -58,11 +60,11 @@ void cpu_glu(const TensorView& x, const GroupedExperts& w, const MoeGroups& g, c
 void cpu_down(const TensorView& h, const GroupedExperts& w, const MoeGroups& g, const TensorView& y) {
   const auto* off = static_cast<const int32_t*>(g.offsets.data);
   for (int64_t e = 0; e < w.E; ++e) {
-    const auto* down = static_cast<const uint16_t*>(w.ptrs[2 * w.E + e]);
+    const ExpertMatrix down = expert_matrix(w, 2, e);
     for (int32_t r = off[e]; r < off[e + 1]; ++r) {
       const uint16_t* hr = bf16_ptr(h) + int64_t(r) * h.stride[0];
       float* yr = static_cast<float*>(y.data) + int64_t(r) * y.stride[0];
-      for (int64_t d = 0; d < w.D; ++d) yr[d] = dot_bf16(hr, down + d * w.I, w.I);
+      for (int64_t d = 0; d < w.D; ++d) yr[d] = dot_row(hr, down, d, w.I);
     }
   }
 }
@@ -75,6 +77,10 @@ void launch(const TensorView& a, const int32_t* a_rows, const GroupedExperts& w,
   const Buffer tiles(w.device, (1 + 2 * cuda::moe_gemm_max_tiles(n, w.E)) * 4);
   l.a = bf16_ptr(a), l.lda = a.stride[0], l.a_rows = a_rows;
   l.ptrs = w.ptrs, l.b_first = glu ? 0 : 2, l.E = w.E;
+  // The CUDA kernels decode the codes low nibble first (kernels/cuda/mxfp4.cuh).
+  static_assert(kMxfp4NibbleOrder == NibbleOrder::LowFirst);
+  l.scales = w.mxfp4() ? w.scales : nullptr;
+  l.situ = w.act.situ, l.beta = w.act.beta, l.linear_beta = w.act.linear_beta;
   l.N = glu ? w.I : w.D, l.K = glu ? w.D : w.I, l.glu = glu;
   l.offsets = static_cast<const int32_t*>(g.offsets.data), l.n_rows = n;
   l.tiles = tiles.as<int32_t>(), l.out = out.data, l.ldo = out.stride[0];
@@ -85,7 +91,9 @@ void launch(const TensorView& a, const int32_t* a_rows, const GroupedExperts& w,
 }  // namespace
 
 bool moe_gemm_supported(const GroupedExperts& w) {
-  return w.ptrs != nullptr && w.E >= 1 && w.dtype == DType::BF16 && w.D % 8 == 0 && w.I % 8 == 0;
+  if (w.ptrs == nullptr || w.E < 1) return false;
+  if (w.mxfp4()) return w.scales != nullptr && w.D % 32 == 0 && w.I % 32 == 0;
+  return w.dtype == DType::BF16 && w.D % 8 == 0 && w.I % 8 == 0;
 }
 
 void moe_gemm_glu(const TensorView& x, const GroupedExperts& w, const MoeGroups& g, const TensorView& h) {

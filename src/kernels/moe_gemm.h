@@ -3,7 +3,10 @@
 // and f32 accumulation. On CUDA each is one launch over every expert (tensor cores, the tile list
 // built on the device from the group offsets: no host round trip); the CPU implementations are the
 // plain references.
-//  - moe_gemm_glu: h = silu(x_r · gate_eᵀ) ⊙ (x_r · up_eᵀ) with x_r = x[row_token[r]] (the token
+// MXFP4 experts are dequantised tile by tile inside the GEMM (exactly: an E2M1 code times an E8M0
+// scale is a bf16 value), so the CPU reference sums the same products as for bf16 weights.
+//  - moe_gemm_glu: h = act(x_r · gate_eᵀ, x_r · up_eᵀ) (experts.act: SiLU-GLU or SiTU-GLU) with x_r =
+//  x[row_token[r]] (the token
 //    permutation read in place: no gathered copy of x), rounded to bf16;
 //  - moe_gemm_down: y = h_r · down_eᵀ in f32 (the rows the weighted combine reads).
 #pragma once
@@ -13,7 +16,8 @@
 
 namespace ds {
 
-// Whether the grouped GEMMs take these experts (bf16 weights, D and I multiples of 8).
+// Whether the grouped GEMMs take these experts (bf16 weights with D and I multiples of 8, or MXFP4
+// with D and I multiples of 32).
 bool moe_gemm_supported(const GroupedExperts& w);
 
 // x bf16 [T, D] (row view, stride a multiple of 8) -> h bf16 [T*k, I] (grouped rows).

@@ -12,6 +12,10 @@
 namespace ds {
 namespace {
 
+ExpertMatrix shared_matrix(const WeightView& m) {
+  return {m.data, nullptr, m.dtype, m.cols};
+}
+
 // Plain loops: the reference of the CUDA kernels.
 void cpu_token_glu(const MoeTokenGluArgs& a, int64_t T, int64_t k, bool shared) {
   const GroupedExperts& w = a.experts;
@@ -25,11 +29,11 @@ void cpu_token_glu(const MoeTokenGluArgs& a, int64_t T, int64_t k, bool shared) 
     for (int64_t j = 0; j < ks; ++j) {
       const bool routed = j < k;
       const int64_t e = routed ? ex[t * k + j] : 0;
-      const void* gate = routed ? w.ptrs[e] : a.shared_gate.data;
-      const void* up = routed ? w.ptrs[w.E + e] : a.shared_up.data;
-      const void* down = routed ? w.ptrs[2 * w.E + e] : a.shared_down.data;
+      const ExpertMatrix gate = routed ? expert_matrix(w, 0, e) : shared_matrix(a.shared_gate);
+      const ExpertMatrix up = routed ? expert_matrix(w, 1, e) : shared_matrix(a.shared_up);
+      const ExpertMatrix down = routed ? expert_matrix(w, 2, e) : shared_matrix(a.shared_down);
       float* h = static_cast<float*>(a.h.data) + (t * ks + j) * a.h.stride[0];
-      expert_glu_row(gate, up, down, w.dtype, x, D, I, h, out.data());
+      expert_glu_row(gate, up, down, w.act, x, D, I, h, out.data());
       const float m = routed ? wt[t * k + j] : 1.0f;
       for (int64_t d = 0; d < D; ++d) sum[size_t(d)] += m * out[size_t(d)];
     }
@@ -45,10 +49,13 @@ void moe_token_glu(const MoeTokenGluArgs& a) {
   DS_CHECK(a.expert.ndim == 2 && a.expert.dtype == DType::I32, "moe_token_glu: expert must be I32 [T, k]");
   const int64_t T = a.expert.shape[0], k = a.expert.shape[1];
   const bool shared = a.shared_gate.data != nullptr;
+  const int64_t mult = w.mxfp4() ? 32 : 8;  // an MXFP4 row is whole 32-input scale blocks
   DS_CHECK(
-      w.ptrs && w.E >= 1 && w.D % 8 == 0 && w.I % 8 == 0 && (w.dtype == DType::BF16 || w.dtype == DType::F32),
-      "moe_token_glu: experts must be F32/BF16 with D ({}) and I ({}) multiples of 8", w.D, w.I);
-  DS_CHECK(!shared || (a.shared_gate.dtype == w.dtype && a.shared_up.dtype == w.dtype &&
+      w.ptrs && w.E >= 1 && w.D % mult == 0 && w.I % mult == 0 &&
+          (w.dtype == DType::BF16 || w.dtype == DType::F32 || (w.mxfp4() && w.scales)),
+      "moe_token_glu: experts must be F32/BF16 (D, I multiples of 8) or MXFP4 (multiples of 32); D {}, I {}",
+      w.D, w.I);
+  DS_CHECK(!shared || (!w.mxfp4() && a.shared_gate.dtype == w.dtype && a.shared_up.dtype == w.dtype &&
                        a.shared_down.dtype == w.dtype && a.shared_gate.rows == w.I &&
                        a.shared_gate.cols == w.D && a.shared_up.rows == w.I && a.shared_up.cols == w.D &&
                        a.shared_down.rows == w.D && a.shared_down.cols == w.I && a.shared_up.data &&
@@ -73,9 +80,11 @@ void moe_token_glu(const MoeTokenGluArgs& a) {
   l.shared_up = shared ? a.shared_up.data : nullptr;
   l.shared_down = shared ? a.shared_down.data : nullptr;
   l.bf16 = w.dtype == DType::BF16;
+  l.scales = w.mxfp4() ? w.scales : nullptr;
+  l.situ = w.act.situ, l.beta = w.act.beta, l.linear_beta = w.act.linear_beta;
   l.h = static_cast<float*>(a.h.data), l.h_stride = a.h.stride[0];
   l.y = static_cast<float*>(a.y.data), l.y_stride = a.y.stride[0], l.accumulate = a.accumulate;
-  return cuda::launch_moe_token_glu(l);
+  return w.mxfp4() ? cuda::launch_moe_token_glu_mxfp4(l) : cuda::launch_moe_token_glu(l);
 #endif
   detail::no_backend("moe_token_glu", w.device);
 }

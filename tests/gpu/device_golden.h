@@ -70,6 +70,23 @@ inline const DeviceModel& device_model(const std::string& dir, Device device,
   return *m;
 }
 
+// A model of `dir`'s config (expert intermediate 64) with random weights and MXFP4 routed experts
+// (DeviceWeights::random), the same weights for every path.
+inline const DeviceModel& mxfp4_model(const std::string& dir, Device device, Precision precision, Path path) {
+  static std::map<ModelKey, std::unique_ptr<DeviceModel>> made;
+  auto& m = made[{dir, device, precision, AttnResMode::Reference, path}];
+  if (!m) {
+    ModelConfig cfg = ModelConfig::load(dir);
+    cfg.quant.mxfp4_experts = true;
+    cfg.moe.expert_intermediate = 64;  // MXFP4 rows are whole 32-input blocks (the fixture's 48 is not)
+    DeviceModelOptions opt;
+    opt.device = device, opt.precision = precision, opt.exact_kda = precision == Precision::F32;
+    opt.device_moe = opt.batched_heads = opt.few_row_gemv = path != Path::Reference;
+    m = DeviceModel::random(cfg, opt, 7);
+  }
+  return *m;
+}
+
 inline const SafetensorsFile& golden_file(const std::string& dir) {
   static std::map<std::string, std::unique_ptr<SafetensorsFile>> files;
   auto& f = files[dir];

@@ -60,6 +60,19 @@ TEST(DeviceModelCpu, K3PartialBlockSums) {
   check_partial_block_sums(cpu_model(kK3Dir), kK3Dir, "k3");
   check_partial_block_sums(cpu_model(kK3Dir, AttnResMode::TwoPhase), kK3Dir, "k3.two_phase");
 }
+// K3's device MoE (routing, Stable LatentMoE, SiTU experts token-major and grouped) against the
+// host-routed reference: the fixture's dense experts, and random MXFP4 experts.
+TEST(DeviceModelCpu, K3DeviceMoeMatchesReference) {
+  const DeviceModel& r =
+      device_model(kK3Dir, Device::Cpu, Precision::F32, AttnResMode::Reference, Path::Reference);
+  check_decode_paths(cpu_model(kK3Dir), r, kK3Dir, "cpu.k3.device_vs_reference");
+}
+TEST(DeviceModelCpu, K3Mxfp4DeviceMoeMatchesReference) {
+  check_decode_paths(mxfp4_model(kK3Dir, Device::Cpu, Precision::F32, Path::Default),
+                     mxfp4_model(kK3Dir, Device::Cpu, Precision::F32, Path::Reference), kK3Dir,
+                     "cpu.k3.mxfp4.device_vs_reference");
+}
+
 TEST(DeviceModelCpu, LogitsJobMatchesGolden) {  // the `deltaserve logits --device` path
   const LogitsJobResult r =
       run_device_logits_job(cpu_model(kKimiDir), gi32(kKimiDir, "prompt_65.input_ids"), 8);

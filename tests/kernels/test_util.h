@@ -24,6 +24,14 @@ inline std::vector<float> uniform(size_t n, uint32_t seed, float lo, float hi) {
   return v;
 }
 
+// ||a - b|| / ||b|| (Euclidean norms, in double).
+inline double rel_l2(const std::vector<float>& a, const std::vector<float>& b) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < a.size(); ++i)
+    num += double(a[i] - b[i]) * (a[i] - b[i]), den += double(b[i]) * b[i];
+  return std::sqrt(num / (den > 1e-30 ? den : 1e-30));
+}
+
 // max_i |a_i - b_i| / (atol + rtol * |b_i|) <= 1 means "within tolerance".
 inline double max_scaled_err(const float* a, const float* b, size_t n, double atol, double rtol) {
   double worst = 0.0;

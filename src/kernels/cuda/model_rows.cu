@@ -6,6 +6,7 @@
 #include "kernels/cuda/act_io.cuh"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/model_ops_launch.h"
+#include "kernels/cuda/mxfp4.cuh"
 #include "kernels/uniform_hash.h"
 
 namespace ds::cuda {
@@ -80,17 +81,6 @@ __global__ void combine_kernel(const float* rows, int64_t rs, const int32_t* pos
   }
 }
 
-// E2M1 code -> value (codes 8..15 negative); E8M0 scale 2^(s-127), 255 = NaN; low nibble first.
-__device__ __forceinline__ float e2m1(unsigned code) {
-  const float mag[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
-  const float v = mag[code & 7u];
-  return (code & 8u) ? -v : v;
-}
-__device__ __forceinline__ float e8m0(unsigned s) {
-  if (s == 255u) return __int_as_float(0x7fc00000);
-  return __int_as_float(s == 0u ? 0x00400000 : int(s << 23));
-}
-
 template <class Out>
 __global__ void mxfp4_kernel(const uint8_t* packed, const uint8_t* scale, int64_t rows, int64_t cols,
                              Out* out) {
@@ -98,9 +88,9 @@ __global__ void mxfp4_kernel(const uint8_t* packed, const uint8_t* scale, int64_
   DS_GRID_STRIDE(i, rows * half) {
     const int64_t r = i / half, b = i % half;
     const uint8_t byte = packed[r * half + b];
-    const float s = e8m0(scale[r * (cols / 32) + (2 * b) / 32]);
-    store_act(out, r * cols + 2 * b, e2m1(byte & 0x0fu) * s);
-    store_act(out, r * cols + 2 * b + 1, e2m1(byte >> 4) * s);
+    const float s = e8m0_value(scale[r * (cols / 32) + (2 * b) / 32]);
+    store_act(out, r * cols + 2 * b, e2m1_value(mxfp4_code(byte, 0)) * s);
+    store_act(out, r * cols + 2 * b + 1, e2m1_value(mxfp4_code(byte, 1)) * s);
   }
 }
 

@@ -9,8 +9,10 @@
 #include <cuda_bf16.h>
 
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/expert_act.cuh"
 #include "kernels/cuda/mma.cuh"
 #include "kernels/cuda/moe_gemm_launch.h"
+#include "kernels/cuda/mxfp4.cuh"
 
 namespace ds::cuda {
 namespace {
@@ -46,11 +48,14 @@ __device__ __forceinline__ float silu(float x) {
 
 // Each warp: 64 × kWN outputs, 4 m16 × kNI n8 mma tiles (every A fragment feeds kNI products). glu: a
 // warp's n8 tiles 0 .. kNI/2 - 1 are gate rows of its kWN/2 output columns, the rest the up rows of the
-// same columns. Two CTAs per SM (registers and shared memory).
-template <bool kGlu>
+// same columns. Two CTAs per SM (registers and shared memory). kMx: MXFP4 weights, each k step's
+// weight tile fetched into registers (a 16-byte load of 32 codes and one scale byte per chunk) one
+// step ahead of its use and dequantised into shared memory after the step's products.
+template <bool kGlu, bool kMx>
 __global__ void __launch_bounds__(kThreads, 2) moe_gemm_kernel(const MoeGemmLaunch l) {
   constexpr int kWarpsN = kBN / kWN, kNI = kWN / 8, kRowChunks = kBK / 8;
   constexpr int kChunks = kBM * kBK / 8 / kThreads;  // 16-byte chunks of A (and of B) per thread and stage
+  constexpr int kMxBlocks = kBK / 32, kMxChunks = kBN * kMxBlocks / kThreads;  // MXFP4 blocks of B
   const int tile = blockIdx.y;
   if (tile >= l.tiles[0]) return;
   const int e = l.tiles[1 + 2 * tile], m0 = l.tiles[2 + 2 * tile];
@@ -69,6 +74,15 @@ __global__ void __launch_bounds__(kThreads, 2) moe_gemm_kernel(const MoeGemmLaun
   int row_of[kChunks], col_of[kChunks];
   const auto* gate = static_cast<const uint16_t*>(l.ptrs[l.b_first * E + e]);
   const auto* up = kGlu ? static_cast<const uint16_t*>(l.ptrs[(l.b_first + 1) * E + e]) : gate;
+  // The weight row of B tile row r and its matrix (glu: gate rows, then the same up rows).
+  auto b_row = [&](int r, int& wrow) {
+    if (kGlu) {
+      wrow = n0 + (r & (kBN / 2 - 1));
+      return r < kBN / 2 ? 0 : 1;
+    }
+    wrow = n0 + r;
+    return 0;
+  };
 #pragma unroll
   for (int i = 0; i < kChunks; ++i) {
     const int c = tid + kThreads * i, r = c / kRowChunks;
@@ -77,16 +91,64 @@ __global__ void __launch_bounds__(kThreads, 2) moe_gemm_kernel(const MoeGemmLaun
     a_ok[i] = gr < m_end;
     const int64_t src_row = a_ok[i] ? (l.a_rows ? l.a_rows[gr] : gr) : 0;
     a_src[i] = l.a + src_row * l.lda + col_of[i];
-    int wrow;
-    const uint16_t* w;
-    if (kGlu) {
-      wrow = n0 + (r & (kBN / 2 - 1)), w = r < kBN / 2 ? gate : up;
-    } else {
-      wrow = n0 + r, w = gate;
+    if (!kMx) {
+      int wrow;
+      const uint16_t* w = b_row(r, wrow) == 0 ? gate : up;
+      b_ok[i] = wrow < N;
+      b_src[i] = w + int64_t(b_ok[i] ? wrow : 0) * K + col_of[i];
     }
-    b_ok[i] = wrow < N;
-    b_src[i] = w + int64_t(b_ok[i] ? wrow : 0) * K + col_of[i];
   }
+  // MXFP4 chunk i: B tile row mx_row[i], inputs mx_col[i] .. + 32 of the k step.
+  const uint8_t* mx_codes[kMx ? kMxChunks : 1];
+  const uint8_t* mx_scale[kMx ? kMxChunks : 1];
+  int mx_row[kMx ? kMxChunks : 1], mx_col[kMx ? kMxChunks : 1];
+  bool mx_ok[kMx ? kMxChunks : 1];
+  uint4 mx_c[kMx ? kMxChunks : 1];
+  uint32_t mx_s[kMx ? kMxChunks : 1];
+  if (kMx) {
+#pragma unroll
+    for (int i = 0; i < kMxChunks; ++i) {
+      const int c = tid + kThreads * i, r = c / kMxBlocks;
+      mx_row[i] = r, mx_col[i] = (c % kMxBlocks) * 32;
+      int wrow;
+      const int m = b_row(r, wrow);
+      mx_ok[i] = wrow < N;
+      const int64_t row = mx_ok[i] ? wrow : 0, mat = (l.b_first + m) * E + e;
+      mx_codes[i] = static_cast<const uint8_t*>(l.ptrs[mat]) + row * (K / 2) + mx_col[i] / 2;
+      mx_scale[i] = static_cast<const uint8_t*>(l.scales[mat]) + row * (K / 32) + mx_col[i] / 32;
+    }
+  }
+  auto mx_fetch = [&](int kt) {
+    const int k0 = kt * kBK;
+#pragma unroll
+    for (int i = 0; i < kMxChunks; ++i) {
+      if (mx_ok[i] && k0 + mx_col[i] < K) {
+        mx_c[i] = *reinterpret_cast<const uint4*>(mx_codes[i] + k0 / 2);
+        mx_s[i] = mx_scale[i][k0 / 32];
+      } else {
+        mx_c[i] = make_uint4(0, 0, 0, 0), mx_s[i] = 127;  // zeros
+      }
+    }
+  };
+  auto mx_store = [&](int stage) {
+#pragma unroll
+    for (int i = 0; i < kMxChunks; ++i) {
+      const float s = e8m0_value(mx_s[i]);
+      const uint32_t w[4] = {mx_c[i].x, mx_c[i].y, mx_c[i].z, mx_c[i].w};
+      uint16_t* bd = Bs + (stage * kBN + mx_row[i]) * kLds + mx_col[i];
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        uint32_t o[4];
+#pragma unroll
+        for (int p = 0; p < 4; ++p) {
+          const __nv_bfloat162 v = __floats2bfloat162_rn(e2m1_value(mxfp4_code(w[q], 2 * p)) * s,
+                                                         e2m1_value(mxfp4_code(w[q], 2 * p + 1)) * s);
+          o[p] = *reinterpret_cast<const uint32_t*>(&v);
+        }
+        *reinterpret_cast<uint4*>(bd + 8 * q) = make_uint4(o[0], o[1], o[2], o[3]);
+      }
+    }
+  };
   auto load_stage = [&](int stage, int kt) {
     const int k0 = kt * kBK;
 #pragma unroll
@@ -95,7 +157,7 @@ __global__ void __launch_bounds__(kThreads, 2) moe_gemm_kernel(const MoeGemmLaun
       uint16_t* ad = As + (stage * kBM + row_of[i]) * kLds + col_of[i];
       uint16_t* bd = Bs + (stage * kBN + row_of[i]) * kLds + col_of[i];
       cp_async16(ad, a_ok[i] && kin ? a_src[i] + k0 : l.a, a_ok[i] && kin);
-      cp_async16(bd, b_ok[i] && kin ? b_src[i] + k0 : gate, b_ok[i] && kin);
+      if (!kMx) cp_async16(bd, b_ok[i] && kin ? b_src[i] + k0 : gate, b_ok[i] && kin);
     }
   };
 
@@ -110,7 +172,10 @@ __global__ void __launch_bounds__(kThreads, 2) moe_gemm_kernel(const MoeGemmLaun
   const int KT = (K + kBK - 1) / kBK;
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
-    if (s < KT) load_stage(s, s);
+    if (s < KT) {
+      load_stage(s, s);
+      if (kMx) mx_fetch(s), mx_store(s);
+    }
     cp_async_commit();
   }
   // ldmatrix source rows of this lane: A (row lane % 16, column (lane / 16) * 8) of each m16 tile;
@@ -120,8 +185,10 @@ __global__ void __launch_bounds__(kThreads, 2) moe_gemm_kernel(const MoeGemmLaun
   for (int kt = 0; kt < KT; ++kt) {
     cp_async_wait<kStages - 2>();
     __syncthreads();
-    if (kt + kStages - 1 < KT) load_stage((kt + kStages - 1) % kStages, kt + kStages - 1);
+    const bool ahead = kt + kStages - 1 < KT;
+    if (ahead) load_stage((kt + kStages - 1) % kStages, kt + kStages - 1);
     cp_async_commit();
+    if (kMx && ahead) mx_fetch(kt + kStages - 1);
     const uint16_t* as = As + (kt % kStages) * kBM * kLds;
     const uint16_t* bs = Bs + (kt % kStages) * kBN * kLds;
 #pragma unroll
@@ -144,6 +211,9 @@ __global__ void __launch_bounds__(kThreads, 2) moe_gemm_kernel(const MoeGemmLaun
 #pragma unroll
         for (int ni = 0; ni < kNI; ++ni) mma_16816(acc[mi][ni], af[mi], bf[ni][0], bf[ni][1]);
     }
+    // The stage written here was last read in step kt - 1, which every thread finished before the
+    // barrier above; step kt + 1's barrier publishes it.
+    if (kMx && ahead) mx_store((kt + kStages - 1) % kStages);
   }
   cp_async_wait<0>();
 
@@ -162,8 +232,9 @@ __global__ void __launch_bounds__(kThreads, 2) moe_gemm_kernel(const MoeGemmLaun
           if (col >= N) continue;
           const float* gv = acc[mi][ni] + 2 * half;
           const float* uv = acc[mi][ni + kNI / 2] + 2 * half;
-          *reinterpret_cast<__nv_bfloat162*>(out + col) =
-              __floats2bfloat162_rn(silu(gv[0]) * uv[0], silu(gv[1]) * uv[1]);
+          const float h0 = l.situ ? situ_glu(gv[0], uv[0], l.beta, l.linear_beta) : silu(gv[0]) * uv[0];
+          const float h1 = l.situ ? situ_glu(gv[1], uv[1], l.beta, l.linear_beta) : silu(gv[1]) * uv[1];
+          *reinterpret_cast<__nv_bfloat162*>(out + col) = __floats2bfloat162_rn(h0, h1);
         }
       } else {
         float* out = static_cast<float*>(l.out) + int64_t(row) * l.ldo;
@@ -181,8 +252,9 @@ __global__ void __launch_bounds__(kThreads, 2) moe_gemm_kernel(const MoeGemmLaun
 }  // namespace
 
 void launch_moe_gemm(const MoeGemmLaunch& l) {
-  require(l.K % 8 == 0 && l.N % 8 == 0 && l.lda % 8 == 0 && l.ldo % 2 == 0 && l.E <= 16384,
-          "moe_gemm (CUDA): K, N and the A stride must be multiples of 8, E <= 16384");
+  require(l.K % 8 == 0 && l.N % 8 == 0 && l.lda % 8 == 0 && l.ldo % 2 == 0 && l.E <= 16384 &&
+              (l.scales == nullptr || l.K % 32 == 0),
+          "moe_gemm (CUDA): K, N and the A stride must be multiples of 8 (MXFP4: K of 32), E <= 16384");
   if (l.n_rows == 0) return;
   tile_list_kernel<<<1, 256, size_t(l.E + 1) * 4>>>(l.offsets, int(l.E), l.tiles);
   check_launch("moe gemm tile list kernel");
@@ -190,7 +262,9 @@ void launch_moe_gemm(const MoeGemmLaunch& l) {
   require(max_tiles <= 65535, "moe_gemm (CUDA): too many row tiles");
   const int64_t bn = l.glu ? kBN / 2 : kBN;
   const dim3 grid(unsigned((l.N + bn - 1) / bn), unsigned(max_tiles));
-  const auto kernel = l.glu ? moe_gemm_kernel<true> : moe_gemm_kernel<false>;
+  const bool mx = l.scales != nullptr;
+  const auto kernel = l.glu ? (mx ? moe_gemm_kernel<true, true> : moe_gemm_kernel<true, false>)
+                            : (mx ? moe_gemm_kernel<false, true> : moe_gemm_kernel<false, false>);
   check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kSmemBytes)),
         "moe gemm smem attribute");
   kernel<<<grid, kThreads, kSmemBytes>>>(l);

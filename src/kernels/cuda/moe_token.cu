@@ -8,7 +8,9 @@
 #include <cuda_runtime.h>
 
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/expert_act.cuh"
 #include "kernels/cuda/moe_token_launch.h"
+#include "kernels/cuda/moe_token_out.cuh"
 #include "kernels/cuda/pdl.cuh"
 #include "kernels/cuda/vec_load.cuh"
 
@@ -85,7 +87,8 @@ __global__ void __launch_bounds__(kGuWarps * 32) token_gate_up_kernel(TokenGluLa
 #pragma unroll
   for (int r = 0; r < kGuRows; ++r) {
     const float sg = warp_sum(ag[r]), su = warp_sum(au[r]);
-    if (lane == 0 && i0 + r < l.I) h[i0 + r] = sg / (1.0f + expf(-sg)) * su;
+    if (lane == 0 && i0 + r < l.I)
+      h[i0 + r] = l.situ ? situ_glu(sg, su, l.beta, l.linear_beta) : sg / (1.0f + expf(-sg)) * su;
   }
 }
 
@@ -149,11 +152,7 @@ __global__ void __launch_bounds__(kDnWarps * 32) token_down_kernel(TokenGluLaunc
     }
   }
   pdl_trigger();
-  const float sum = warp_sum(acc);
-  if (lane == 0) {
-    float* y = l.y + t * l.y_stride + d;
-    *y = l.accumulate ? *y + sum : sum;
-  }
+  token_store_row(l, t, d, acc);
 }
 
 }  // namespace

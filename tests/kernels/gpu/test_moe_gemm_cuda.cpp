@@ -13,6 +13,7 @@
 #include "kernels/memory.h"
 #include "kernels/moe.h"
 #include "kernels/moe_gemm.h"
+#include "moe_groups_case.h"
 
 namespace ds {
 namespace {
@@ -40,25 +41,7 @@ std::vector<float> bf16_floats(const std::vector<uint16_t>& v) {
 
 void run_case(int64_t T, int64_t k, int64_t E, int64_t D, int64_t I, uint32_t seed) {
   const int64_t n = T * k;
-  // Routing: expert 0 takes slot 0 of every token (several tiles), expert 1 none, the rest random.
-  std::mt19937 rng(seed);
-  std::vector<int32_t> expert(static_cast<size_t>(n));
-  for (int64_t t = 0; t < T; ++t)
-    for (int64_t j = 0; j < k; ++j)
-      expert[size_t(t * k + j)] = j == 0 ? 0 : int32_t(2 + (t * 7 + j * 13 + int64_t(rng() % 3)) % (E - 2));
-  std::vector<int32_t> off(static_cast<size_t>(E + 1)), active(static_cast<size_t>(E + 1)),
-      tok(static_cast<size_t>(n)), pos(static_cast<size_t>(n));
-  auto i32 = [](std::vector<int32_t>& v, Device d, const Buffer* b) {
-    return TensorView::contiguous(d == Device::Cpu ? static_cast<void*>(v.data()) : b->data(), DType::I32,
-                                  {int64_t(v.size())}, d);
-  };
-  moe_group(TensorView::contiguous(expert.data(), DType::I32, {T, k}, Device::Cpu), E,
-            {i32(off, Device::Cpu, nullptr), i32(active, Device::Cpu, nullptr),
-             i32(tok, Device::Cpu, nullptr), i32(pos, Device::Cpu, nullptr)});
-  const Buffer doff = Buffer::from_host<int32_t>(Device::Cuda, off),
-               dact = Buffer::from_host<int32_t>(Device::Cuda, active),
-               dtok = Buffer::from_host<int32_t>(Device::Cuda, tok),
-               dpos = Buffer::from_host<int32_t>(Device::Cuda, pos);
+  test::GroupsCase groups = test::make_groups_case(T, k, E, seed);
 
   std::vector<std::vector<uint16_t>> mats;
   std::vector<Buffer> dmats;
@@ -77,10 +60,7 @@ void run_case(int64_t T, int64_t k, int64_t E, int64_t D, int64_t I, uint32_t se
   const Buffer dh(Device::Cuda, n * I * 2);
   const GroupedExperts wc{hp.data(), DType::BF16, E, I, D, Device::Cpu};
   const GroupedExperts wd{static_cast<const void* const*>(dtab.data()), DType::BF16, E, I, D, Device::Cuda};
-  const MoeGroups gc{i32(off, Device::Cpu, nullptr), i32(active, Device::Cpu, nullptr),
-                     i32(tok, Device::Cpu, nullptr), i32(pos, Device::Cpu, nullptr)};
-  const MoeGroups gd{i32(off, Device::Cuda, &doff), i32(active, Device::Cuda, &dact),
-                     i32(tok, Device::Cuda, &dtok), i32(pos, Device::Cuda, &dpos)};
+  const MoeGroups gc = groups.view(Device::Cpu), gd = groups.view(Device::Cuda);
   moe_gemm_glu(TensorView::matrix(x.data(), DType::BF16, T, D, ldx), wc, gc,
                TensorView::matrix(h.data(), DType::BF16, n, I));
   moe_gemm_glu(TensorView::matrix(dx.data(), DType::BF16, T, D, ldx, Device::Cuda), wd, gd,
