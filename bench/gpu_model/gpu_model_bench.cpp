@@ -85,7 +85,10 @@ StepBytes step_bytes(const DeviceModel& m) {
   const double embed = double(c.vocab_size) * c.hidden * elt;
   s.shared = total - routed - embed;
   s.expert = s.moe_layers > 0 ? routed / (double(s.moe_layers) * c.moe.n_expert) : 0.0;
-  s.active_params_per_token = (s.shared + s.expert * s.moe_layers * c.moe.n_expert_per_token) / elt;
+  // MXFP4 routed experts: 4 + 8 / 32 bits per parameter (codes and scales).
+  const double expert_elt = c.quant.mxfp4_experts ? c.quant.routed_expert_bits() / 8.0 : elt;
+  s.active_params_per_token =
+      s.shared / elt + s.expert * s.moe_layers * c.moe.n_expert_per_token / expert_elt;
   s.lm_head_params = c.tie_word_embeddings ? 0.0 : double(c.vocab_size) * c.hidden;
   return s;
 }
@@ -281,7 +284,16 @@ void run_gpu_model_bench(const GpuBenchArgs& a) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // each table row as soon as it is measured
   DS_CHECK(a.decode_steps >= 1 && a.page_tokens >= 1 && a.prefill_chunk >= 1,
            "bench gpu: --decode-steps, --page-tokens and --prefill-chunk must be >= 1");
-  const ModelConfig cfg = ModelConfig::load(a.model.empty() ? a.config : a.model);  // bad input first
+  ModelConfig cfg = ModelConfig::load(a.model.empty() ? a.config : a.model);  // bad input first
+  if (a.layers > 0) {
+    // The first `layers` layers of the config (the same layer kinds and shapes): a model scaled to fit.
+    DS_CHECK(a.model.empty() && a.layers <= cfg.n_layer,
+             "bench gpu: --layers {} needs random weights and at most the config's {} layers", a.layers,
+             cfg.n_layer);
+    cfg.n_layer = a.layers;
+    cfg.layer_kind.resize(size_t(a.layers));
+    cfg.validate();
+  }
   DS_CHECK(cuda_available(), "bench gpu: no usable CUDA device (a CPU-only build, or no GPU / driver)");
   DeviceModelOptions opt;
   opt.device = Device::Cuda;
@@ -298,9 +310,10 @@ void run_gpu_model_bench(const GpuBenchArgs& a) {
   std::unique_ptr<DeviceModel> m =
       a.model.empty() ? DeviceModel::random(cfg, opt, a.seed) : DeviceModel::load(a.model, opt);
   synchronize(Device::Cuda);
-  fmt::print("{} bf16 weights of {} ({} layers, {} experts): {:.1f} GB on the GPU in {:.1f} s\n",
+  fmt::print("{} bf16 weights of {} ({} layers, {} experts{}): {:.1f} GB on the GPU in {:.1f} s\n",
              a.model.empty() ? "random" : "checkpoint", a.model.empty() ? a.config : a.model, cfg.n_layer,
-             cfg.moe.n_expert, gb(double(m->weights().bytes())), now_s() - t0);
+             cfg.moe.n_expert, cfg.quant.mxfp4_experts ? " in MXFP4" : "", gb(double(m->weights().bytes())),
+             now_s() - t0);
   const StepBytes sb = step_bytes(*m);
   fmt::print(
       "  per decode step: {:.2f} GB non-expert weights (lm_head included), {:.1f} MB per routed expert, "
@@ -317,6 +330,8 @@ void add_gpu_model_bench_options(CLI::App& cmd, GpuBenchArgs& a) {
          "--model", a.model,
          "Checkpoint folder (config.json + safetensors) whose weights are loaded instead of random ones")
       ->excludes(config);
+  cmd.add_option("--layers", a.layers,
+                 "Only the config's first N layers (random weights): a model scaled to fit one GPU");
   cmd.add_option("--batch", a.batches, "Decode batch sizes")->delimiter(',');
   cmd.add_option("--context", a.contexts, "Decode context lengths (tokens already in each sequence)")
       ->delimiter(',');

@@ -28,6 +28,7 @@ namespace ds::bench {
 struct GpuBenchArgs {
   std::string config = "data/profiles/models/kimi-linear-48b";
   std::string model;  // checkpoint folder (config.json + safetensors); empty: random weights of `config`
+  int layers = 0;     // > 0: only the config's first `layers` layers (random weights)
   std::vector<int> batches = {1, 8, 64};
   std::vector<int> contexts = {4096, 32768};
   std::vector<std::string> variants = {"host", "device", "graphs"};
