@@ -3,7 +3,6 @@
 // token-major MoE kernels. Weights row-major (gate/up [I, D], down [D, I]) as bf16, f32 or MXFP4
 // (packed codes u8 [rows, cols/2] + E8M0 scales u8 [rows, cols/32], decoded by core/mxfp4.h).
 
-#include <cmath>
 #include <cstdint>
 
 #include "core/dtype.h"
@@ -40,9 +39,7 @@ inline ExpertMatrix expert_matrix(const GroupedExperts& w, int which, int64_t e)
 
 // The GLU activation of gate branch g and up branch u, f32.
 inline float expert_act(const ExpertAct& a, float g, float u) {
-  if (!a.situ) return siluf(g) * u;
-  const float gv = a.beta * std::tanh(g / a.beta) * sigmoidf(g);
-  return gv * (a.linear_beta > 0.0f ? a.linear_beta * std::tanh(u / a.linear_beta) : u);
+  return a.situ ? situf(g, u, a.beta, a.linear_beta) : siluf(g) * u;
 }
 
 // h (f32 [I]) = act(gate x, up x); y (f32 [D]) = down h.

@@ -93,11 +93,11 @@ void linear_few_rows_multi(const TensorView& x, std::span<const FewRowsJob> jobs
            "linear_few_rows_multi: {} jobs (1..{})", jobs.size(), kLinearFewRowsJobs);
   const WeightView& w0 = jobs[0].w;
   auto x_of = [&](const FewRowsJob& j) -> const TensorView& { return j.x.data != nullptr ? j.x : x; };
+  const int64_t T = x.ndim == 2 ? x.shape[0] : -1;
   for (const FewRowsJob& j : jobs) {
     check_weight(j.w, "linear_few_rows_multi");
-    const int64_t T = x.ndim == 2 ? x.shape[0] : -1;
     detail::check_rows("linear_few_rows_multi", "x", x, T, j.w.cols);
-    detail::check_rows("linear_few_rows_multi", "x", x_of(j), T, j.w.cols);
+    if (j.x.data != nullptr) detail::check_rows("linear_few_rows_multi", "a job's own x", j.x, T, j.w.cols);
     detail::check_rows("linear_few_rows_multi", "y", j.y, T, j.w.rows);
     check_same_device("linear_few_rows_multi", w0.device, {&x, &x_of(j), &j.y});
     DS_CHECK(j.w.dtype == w0.dtype && j.w.device == w0.device && j.w.cols == w0.cols,

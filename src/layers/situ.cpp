@@ -1,16 +1,12 @@
 #include "layers/situ.h"
 
-#include <cmath>
-
 #include "core/check.h"
+#include "kernels/activation.h"
 
 namespace ds {
 
 float situ(float gate, float up, const SituParams& p) {
-  const float sig = 1.0f / (1.0f + std::exp(-gate));
-  const float a = p.beta * std::tanh(gate / p.beta) * sig;
-  const float b = p.linear_beta > 0.0f ? p.linear_beta * std::tanh(up / p.linear_beta) : up;
-  return a * b;
+  return situf(gate, up, p.beta, p.linear_beta);
 }
 
 void situ_glu(std::span<const float> gate, std::span<const float> up, std::span<float> out,

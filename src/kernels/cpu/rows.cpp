@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "kernels/activation.h"
+
 namespace ds::cpu {
 namespace {
 
@@ -56,11 +58,7 @@ void situ_mul_rows(const TensorView& gate, const TensorView& up, const TensorVie
     const float* a = row(gate, r);
     const float* b = row(up, r);
     float* o = row(y, r);
-    for (int64_t c = 0; c < gate.shape[1]; ++c) {
-      const float g = beta * std::tanh(a[c] / beta) * sigmoid1(a[c]);
-      const float u = linear_beta > 0.0f ? linear_beta * std::tanh(b[c] / linear_beta) : b[c];
-      o[c] = g * u;
-    }
+    for (int64_t c = 0; c < gate.shape[1]; ++c) o[c] = situf(a[c], b[c], beta, linear_beta);
   }
 }
 

@@ -1,5 +1,6 @@
-// Internal to src/kernels/cuda: K3's SiTU-GLU on one (gate, up) pair in f32, for the expert kernels
-// that form the GLU product in registers: [β₁ tanh(g/β₁) sigmoid(g)] · [β₂ tanh(u/β₂)] (β₂ <= 0: u).
+// Internal to src/kernels/cuda: K3's SiTU-GLU on one (gate, up) pair in f32, for the row kernel and
+// the expert kernels that form the GLU product in registers: [β₁ tanh(g/β₁) sigmoid(g)] · [β₂ tanh(u/β₂)] (β₂
+// <= 0: u).
 #pragma once
 
 #include <cuda_runtime.h>

@@ -5,6 +5,7 @@
 
 #include "kernels/cuda/act_io.cuh"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/expert_act.cuh"
 #include "kernels/cuda/model_ops_launch.h"
 #include "kernels/cuda/mxfp4.cuh"
 #include "kernels/uniform_hash.h"
@@ -47,10 +48,7 @@ __global__ void situ_kernel(const float* a, int64_t as, const float* b, int64_t 
                             int64_t rows, int64_t cols, float beta, float lbeta) {
   DS_GRID_STRIDE(i, rows * cols) {
     const int64_t r = i / cols, c = i % cols;
-    const float g = a[r * as + c], u = b[r * bs + c];
-    const float gv = beta * tanhf(g / beta) * sigmoid_dev(g);
-    const float uv = lbeta > 0.0f ? lbeta * tanhf(u / lbeta) : u;
-    y[r * ys + c] = gv * uv;
+    y[r * ys + c] = situ_glu(a[r * as + c], b[r * bs + c], beta, lbeta);
   }
 }
 
