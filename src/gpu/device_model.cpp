@@ -306,6 +306,7 @@ ForwardContext DeviceModel::make_context(const DeviceStep& step, DevicePools& po
   ctx.token_moe_max_tokens = opt_.token_moe_max_tokens;
   ctx.dense_mla = opt_.dense_mla;
   ctx.mma_mla = opt_.mma_mla;
+  ctx.flash_mla = opt_.flash_mla;
   ctx.grouped_gemm = opt_.grouped_gemm;
   return ctx;
 }

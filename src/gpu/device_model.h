@@ -54,6 +54,10 @@ struct DeviceModelOptions {
   // attention per sequence through the tensor cores (mla_attention_dense) instead of the absorbed
   // kernel on the CUDA cores.
   bool dense_mla = true;
+  // With dense_mla, steps whose sequences are all such chunks: MLA in the expanded form (keys and values
+  // per head from kv_b_proj, one flash-style kernel: kernels/mla_prefill.h), 3.4x fewer FLOPs per score
+  // than the absorbed form and no scores in memory; false: mla_attention_dense.
+  bool flash_mla = true;
   // bf16 on CUDA: the absorbed MLA attention (decode tokens, short sequences) with its score and
   // context products in bf16 on the tensor cores (mla_decode_mma.cu) instead of f32 on the CUDA cores.
   bool mma_mla = true;

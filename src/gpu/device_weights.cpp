@@ -202,6 +202,7 @@ DeviceMla upload_mla(WeightUploader& up, const ModelConfig& cfg, const MlaWeight
     d.uk_t.push_back(uk_all.slice_rows(h * R, R));
     d.uv.push_back(kv_b.slice_rows(h * (dn + dv) + dn, dv));
   }
+  d.kv_b = kv_b;
   if (w.g_proj) d.g = up.matrix(*w.g_proj);
   d.o = up.matrix(w.o_proj);
   return d;

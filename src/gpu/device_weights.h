@@ -57,6 +57,7 @@ struct DeviceMla {
   TensorView kv_a_norm;          // f32 [R]
   std::vector<WeightView> uk_t;  // [H] W_UK,hᵀ [R, dn], head h = rows [h*R, (h+1)*R) of one matrix
   std::vector<WeightView> uv;    // [H] W_UV,h [dv, R] (rows of kv_b_proj: head h is uv[0] + h*(dn+dv)*R)
+  WeightView kv_b;               // [H*(dn+dv), R] kv_b_proj whole (head h: dn W_UK rows, then dv W_UV rows)
   WeightView g;                  // [H*dv, D] sigmoid output gate (K3), or unset
   WeightView o;                  // [D, H*dv]
 };

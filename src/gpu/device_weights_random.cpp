@@ -2,10 +2,13 @@
 // fill_uniform (no checkpoint, no host copy of the weights).
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "core/check.h"
 #include "gpu/device_weights.h"
 #include "kernels/elementwise.h"
+#include "kernels/linear.h"
+#include "kernels/memory.h"
 
 namespace ds {
 
@@ -88,6 +91,30 @@ DeviceKda random_kda(RandomWeights& r, const ModelConfig& cfg) {
   return d;
 }
 
+// kv_b's W_UK,h rows [dn, R] <- (W_UK,hᵀ)ᵀ of uk_t, so that the expanded MLA prefill (kv_b whole) and the
+// absorbed form (uk_t) compute the same function: per head y = I · uk_t,hᵀ through linear.
+void transpose_into_kv_b(const DeviceMla& d, int64_t dn, int64_t dv, int64_t R) {
+  const Device dev = d.kv_b.device;
+  const DType dt = d.kv_b.dtype;
+  const int64_t es = int64_t(dtype_size(dt));
+  std::vector<uint8_t> eye(size_t(dn * dn * es), 0);
+  for (int64_t i = 0; i < dn; ++i) {
+    if (dt == DType::BF16) {
+      const uint16_t one = f32_to_bf16(1.0f);
+      std::memcpy(eye.data() + (i * dn + i) * es, &one, 2);
+    } else {
+      const float one = 1.0f;
+      std::memcpy(eye.data() + (i * dn + i) * es, &one, 4);
+    }
+  }
+  const Buffer x = Buffer::from_host<uint8_t>(dev, eye);
+  auto* kv_b = static_cast<uint8_t*>(const_cast<void*>(d.kv_b.data));  // owned by the weights
+  for (size_t h = 0; h < d.uk_t.size(); ++h)
+    linear(TensorView::matrix(x.data(), dt, dn, dn, dn, dev), d.uk_t[h],
+           TensorView::matrix(kv_b + int64_t(h) * (dn + dv) * R * es, dt, dn, R, R, dev));
+  synchronize(dev);
+}
+
 DeviceMla random_mla(RandomWeights& r, const ModelConfig& cfg) {
   const MlaConfig& m = cfg.mla;
   const int64_t D = cfg.hidden, H = m.n_head, dq = m.qk_head_dim(), dn = m.qk_nope_head_dim,
@@ -108,6 +135,8 @@ DeviceMla random_mla(RandomWeights& r, const ModelConfig& cfg) {
     d.uk_t.push_back(uk_all.slice_rows(h * R, R));
     d.uv.push_back(kv_b.slice_rows(h * (dn + dv) + dn, dv));
   }
+  d.kv_b = kv_b;
+  if (kv_b.device == Device::Cuda) transpose_into_kv_b(d, dn, dv, R);
   if (m.output_gate) d.g = r.matrix(H * dv, D);
   d.o = r.matrix(D, H * dv);
   return d;

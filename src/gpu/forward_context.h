@@ -51,6 +51,7 @@ struct ForwardContext {
   int64_t token_moe_max_tokens = 0;  // up to this many tokens: moe_token_glu (routed + shared experts)
   bool dense_mla = true;  // bf16 CUDA prefill: MLA attention through the tensor cores (mla_attention_dense)
   bool mma_mla = true;    // bf16 CUDA, absorbed MLA attention: bf16 products on the tensor cores
+  bool flash_mla = true;  // with dense_mla: the expanded form (mla_attention_expanded) where it is built
   bool grouped_gemm = true;     // bf16 CUDA, many tokens: routed experts through moe_gemm_glu / moe_gemm_down
   int64_t T = 0;                // packed tokens
   int N = 0;                    // sequences

@@ -16,11 +16,11 @@ namespace {
 constexpr int kGatherRows = 32;
 constexpr int kMaxR = 512;
 
-// CTA: kGatherRows positions; every entry to K, the c part through shared memory to Vt.
+// CTA: kGatherRows positions; every entry to K, the c part through shared memory to Vt (when wanted).
 __global__ void __launch_bounds__(256) gather_kernel(MlaDenseGather g) {
   __shared__ __nv_bfloat16 cs[kGatherRows][kMaxR + 2];  // +2: the transposed reads hit distinct banks
   const int E = g.R + g.dr;
-  const int64_t j0 = int64_t(blockIdx.x) * kGatherRows;
+  const int64_t j0 = int64_t(blockIdx.x) * kGatherRows, ldk = g.ldk > 0 ? g.ldk : E;
   for (int idx = threadIdx.x; idx < kGatherRows * E; idx += blockDim.x) {
     const int p = idx / E, k = idx % E;
     const int64_t j = j0 + p;
@@ -28,9 +28,10 @@ __global__ void __launch_bounds__(256) gather_kernel(MlaDenseGather g) {
     const int32_t page = g.page_table[j / g.page_tokens];
     const float v = g.pool[(int64_t(page) * g.page_tokens + j % g.page_tokens) * E + k];
     const __nv_bfloat16 b = __float2bfloat16(v);
-    g.K[j * E + k] = b;
+    g.K[j * ldk + k] = b;
     if (k < g.R) cs[p][k] = b;
   }
+  if (g.Vt == nullptr) return;  // uniform over the CTA
   __syncthreads();
   for (int idx = threadIdx.x; idx < g.R * kGatherRows; idx += blockDim.x) {
     const int r = idx / kGatherRows, p = idx % kGatherRows;

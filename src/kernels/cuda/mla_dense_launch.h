@@ -7,7 +7,8 @@
 
 namespace ds::cuda {
 
-// One sequence's first L latent rows: K bf16 [L, R + dr], Vt bf16 [R, ldv] (columns 0 .. L - 1).
+// One sequence's first L latent rows: K bf16 [L, R + dr] (row stride ldk; 0: R + dr), Vt bf16 [R, ldv]
+// (columns 0 .. L - 1; nullptr: not written).
 struct MlaDenseGather {
   const float* pool;
   int64_t page_tokens;
@@ -17,6 +18,7 @@ struct MlaDenseGather {
   __nv_bfloat16* K;
   __nv_bfloat16* Vt;
   int64_t ldv;
+  int64_t ldk = 0;
 };
 void launch_mla_dense_gather(const MlaDenseGather& g);
 
