@@ -105,9 +105,9 @@ DeviceModelOptions variant_options(const DeviceModelOptions& base, const std::st
   DeviceModelOptions o = base;
   DS_CHECK(v == "host" || v == "device" || v == "graphs" || v == "graphs-cublas" || v == "graphs-grouped" ||
                v == "graphs-rows8" || v == "graphs-f32mla" || v == "absorbed" || v == "per-expert" ||
-               v == "dense-mla",
+               v == "dense-mla" || v == "mma-moe",
            "unknown variant '{}' (host, device, graphs, graphs-cublas, graphs-grouped, graphs-rows8, "
-           "graphs-f32mla, absorbed, per-expert, dense-mla)",
+           "graphs-f32mla, absorbed, per-expert, dense-mla, mma-moe)",
            v);
   o.device_moe = o.batched_heads = v != "host";
   o.dense_mla = v != "absorbed" && v != "host";
@@ -115,6 +115,7 @@ DeviceModelOptions variant_options(const DeviceModelOptions& base, const std::st
   o.decode_graphs = v.rfind("graphs", 0) == 0;
   o.grouped_gemm = v != "per-expert";
   o.flash_mla = v != "dense-mla";
+  o.wgmma_moe = v != "mma-moe";
   if (v == "graphs-grouped" || v == "host") o.token_moe_max_tokens = 0;
   o.mma_mla = v != "graphs-f32mla" && v != "host";
   if (v == "graphs-rows8") o.gemv_max_rows = o.token_moe_max_tokens = 8;
@@ -344,10 +345,11 @@ void add_gpu_model_bench_options(CLI::App& cmd, GpuBenchArgs& a) {
   cmd.add_flag("--skip-decode", a.skip_decode, "Do not run the decode points");
   cmd.add_flag("--skip-prefill", a.skip_prefill, "Do not run the prefill points");
   cmd.add_option("--prefill-chunk", a.prefill_chunk, "Tokens per prefill step");
-  cmd.add_option("--prefill-variants", a.prefill_variants,
-                 "Prefill variants: device (MLA expanded per head, flash kernel), dense-mla (MLA absorbed "
-                 "through cuBLASLt products), absorbed (MLA on the CUDA cores), per-expert (device with one "
-                 "cuBLASLt product per routed expert)")
+  cmd.add_option(
+         "--prefill-variants", a.prefill_variants,
+         "Prefill variants: device (MLA expanded per head, flash kernel), dense-mla (MLA absorbed "
+         "through cuBLASLt products), mma-moe (grouped expert GEMMs on mma.sync, not wgmma), absorbed "
+         "(MLA on the CUDA cores), per-expert (device with one cuBLASLt product per routed expert)")
       ->delimiter(',');
   cmd.add_option("--absorbed-max", a.absorbed_max, "Longest prefill of the absorbed variant (tokens)");
   cmd.add_option("--per-expert-max", a.per_expert_max, "Longest prefill of the per-expert variant (tokens)");

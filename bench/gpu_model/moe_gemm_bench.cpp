@@ -54,8 +54,8 @@ void run_moe_gemm_bench(const ModelConfig& c, const std::vector<int>& token_coun
   const GroupedExperts w{static_cast<const void* const*>(table.data()), DType::BF16, E, I, D, Device::Cuda};
   fmt::print("routed experts alone ({} experts, top-{}, D {}, I {}; uniform random routing; best of 5):\n", E,
              k, D, I);
-  fmt::print("  {:>7} {:>8} {:>9} {:>9} {:>9} {:>11} {:>9}\n", "tokens", "rows", "glu ms", "down ms",
-             "TFLOP/s", "per-exp ms", "TFLOP/s");
+  fmt::print("  {:>7} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>11} {:>9}\n", "tokens", "rows", "glu ms",
+             "down ms", "TFLOP/s", "mma glu", "mma down", "TFLOP/s", "per-exp ms", "TFLOP/s");
   for (int T : token_counts) {
     const int64_t n = T * k;
     std::mt19937 rng(static_cast<uint32_t>(T));
@@ -79,10 +79,16 @@ void run_moe_gemm_bench(const ModelConfig& c, const std::vector<int>& token_coun
     const Buffer x(Device::Cuda, int64_t(T) * D * 2), xg(Device::Cuda, n * D * 2), h(Device::Cuda, n * I * 2),
         gate(Device::Cuda, n * I * 4), up(Device::Cuda, n * I * 4), y(Device::Cuda, n * D * 4);
     fill_uniform(TensorView::contiguous(x.data(), DType::BF16, {int64_t(T) * D}, Device::Cuda), 7, 1.0f);
-    const double glu_s = best_s(5, [&] { moe_gemm_glu(bf16_mat(x, T, D), w, g, bf16_mat(h, n, I)); });
-    const double down_s = best_s(5, [&] {
-      moe_gemm_down(bf16_mat(h, n, I), w, g, TensorView::matrix(y.data(), DType::F32, n, D, D, Device::Cuda));
-    });
+    // The default kernel (wgmma where it fits), then the mma.sync one.
+    double glu_s[2], down_s[2];
+    for (int v = 0; v < 2; ++v) {
+      const MoeGemmKernel kern = v == 0 ? MoeGemmKernel::Auto : MoeGemmKernel::MmaSync;
+      glu_s[v] = best_s(5, [&] { moe_gemm_glu(bf16_mat(x, T, D), w, g, bf16_mat(h, n, I), kern); });
+      down_s[v] = best_s(5, [&] {
+        moe_gemm_down(bf16_mat(h, n, I), w, g,
+                      TensorView::matrix(y.data(), DType::F32, n, D, D, Device::Cuda), kern);
+      });
+    }
     // The same products as one cuBLASLt linear per expert and matrix (rows already grouped and bf16).
     const std::vector<int32_t> start = off.to_host<int32_t>();
     const double per_s = best_s(5, [&] {
@@ -101,8 +107,9 @@ void run_moe_gemm_bench(const ModelConfig& c, const std::vector<int>& token_coun
         }
     });
     const double flops = 2.0 * double(n) * double(D) * double(I) * 3.0;
-    fmt::print("  {:>7} {:>8} {:>9.3f} {:>9.3f} {:>9.1f} {:>11.3f} {:>9.1f}\n", T, n, glu_s * 1e3,
-               down_s * 1e3, flops / (glu_s + down_s) / 1e12, per_s * 1e3, flops / per_s / 1e12);
+    fmt::print("  {:>7} {:>8} {:>9.3f} {:>9.3f} {:>9.1f} {:>9.3f} {:>9.3f} {:>9.1f} {:>11.3f} {:>9.1f}\n", T,
+               n, glu_s[0] * 1e3, down_s[0] * 1e3, flops / (glu_s[0] + down_s[0]) / 1e12, glu_s[1] * 1e3,
+               down_s[1] * 1e3, flops / (glu_s[1] + down_s[1]) / 1e12, per_s * 1e3, flops / per_s / 1e12);
   }
 }
 

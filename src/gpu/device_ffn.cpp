@@ -80,13 +80,14 @@ void moe_grouped_on_device(const ForwardContext& ctx, const DeviceMoe& w, const 
              moe_gemm_supported(gw)) {
     // Two launches over every expert: x cast to bf16 once (T rows, read in place through row_token),
     // the GLU formed inside the first GEMM and written as bf16, the down product in f32; MXFP4 experts
-    // dequantised tile by tile inside both.
+    // dequantised tile by tile inside both (mma.sync), bf16 ones on the warpgroup MMA (wgmma_moe).
     const Buffer xb(d, T * D * 2), hb(d, n_rows * I * 2);
     const TensorView xbv = TensorView::matrix(xb.data(), DType::BF16, T, D, D, d);
     const TensorView hbv = TensorView::matrix(hb.data(), DType::BF16, n_rows, I, I, d);
     cast_rows(x, xbv);
-    moe_gemm_glu(xbv, gw, g, hbv);
-    moe_gemm_down(hbv, gw, g, yg.view());
+    const MoeGemmKernel kernel = ctx.wgmma_moe ? MoeGemmKernel::Auto : MoeGemmKernel::MmaSync;
+    moe_gemm_glu(xbv, gw, g, hbv, kernel);
+    moe_gemm_down(hbv, gw, g, yg.view(), kernel);
   } else {
     const std::vector<int32_t> start = offsets.to_host<int32_t>();
     DevMat xg = ctx.mat(n_rows, D);

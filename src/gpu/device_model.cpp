@@ -308,6 +308,7 @@ ForwardContext DeviceModel::make_context(const DeviceStep& step, DevicePools& po
   ctx.mma_mla = opt_.mma_mla;
   ctx.flash_mla = opt_.flash_mla;
   ctx.grouped_gemm = opt_.grouped_gemm;
+  ctx.wgmma_moe = opt_.wgmma_moe;
   return ctx;
 }
 

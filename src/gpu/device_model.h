@@ -65,6 +65,9 @@ struct DeviceModelOptions {
   // grouped GEMM launches over every expert (moe_gemm_glu, moe_gemm_down) instead of one cuBLASLt
   // product per active expert and matrix after a host copy of the group offsets.
   bool grouped_gemm = true;
+  // The grouped GEMMs of bf16 experts on Hopper's warpgroup MMA (MoeGemmKernel::Auto); false: the
+  // mma.sync kernel.
+  bool wgmma_moe = true;
   // Decode steps (one token per sequence, no checkpoints, last-row logits) recorded once per batch
   // size as a graph and replayed; needs device_moe on every MoE layer, else steps run eagerly.
   bool decode_graphs = false;

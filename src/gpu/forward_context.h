@@ -53,6 +53,7 @@ struct ForwardContext {
   bool mma_mla = true;    // bf16 CUDA, absorbed MLA attention: bf16 products on the tensor cores
   bool flash_mla = true;  // with dense_mla: the expanded form (mla_attention_expanded) where it is built
   bool grouped_gemm = true;     // bf16 CUDA, many tokens: routed experts through moe_gemm_glu / moe_gemm_down
+  bool wgmma_moe = true;        // ... on the warpgroup-MMA kernel where it fits (false: mma.sync)
   int64_t T = 0;                // packed tokens
   int N = 0;                    // sequences
   bool decode = false;          // every sequence brings one token

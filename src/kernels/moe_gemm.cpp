@@ -71,7 +71,7 @@ void cpu_down(const TensorView& h, const GroupedExperts& w, const MoeGroups& g, 
 
 #ifdef DS_HAVE_CUDA
 void launch(const TensorView& a, const int32_t* a_rows, const GroupedExperts& w, const MoeGroups& g, bool glu,
-            const TensorView& out) {
+            const TensorView& out, MoeGemmKernel kernel) {
   cuda::MoeGemmLaunch l;
   const int64_t n = g.row_token.numel();
   const Buffer tiles(w.device, (1 + 2 * cuda::moe_gemm_max_tiles(n, w.E)) * 4);
@@ -84,6 +84,7 @@ void launch(const TensorView& a, const int32_t* a_rows, const GroupedExperts& w,
   l.N = glu ? w.I : w.D, l.K = glu ? w.D : w.I, l.glu = glu;
   l.offsets = static_cast<const int32_t*>(g.offsets.data), l.n_rows = n;
   l.tiles = tiles.as<int32_t>(), l.out = out.data, l.ldo = out.stride[0];
+  l.wgmma = kernel == MoeGemmKernel::Auto;
   cuda::launch_moe_gemm(l);
 }
 #endif
@@ -96,7 +97,8 @@ bool moe_gemm_supported(const GroupedExperts& w) {
   return w.dtype == DType::BF16 && w.D % 8 == 0 && w.I % 8 == 0;
 }
 
-void moe_gemm_glu(const TensorView& x, const GroupedExperts& w, const MoeGroups& g, const TensorView& h) {
+void moe_gemm_glu(const TensorView& x, const GroupedExperts& w, const MoeGroups& g, const TensorView& h,
+                  MoeGemmKernel kernel) {
   check_common("moe_gemm_glu", w, g);
   const int64_t n = g.row_token.numel();
   check_bf16_rows("moe_gemm_glu", "x", x, x.ndim == 2 ? x.shape[0] : -1, w.D);
@@ -105,12 +107,13 @@ void moe_gemm_glu(const TensorView& x, const GroupedExperts& w, const MoeGroups&
   if (n == 0) return;
   if (w.device == Device::Cpu) return cpu_glu(x, w, g, h);
 #ifdef DS_HAVE_CUDA
-  return launch(x, static_cast<const int32_t*>(g.row_token.data), w, g, true, h);
+  return launch(x, static_cast<const int32_t*>(g.row_token.data), w, g, true, h, kernel);
 #endif
   detail::no_backend("moe_gemm_glu", w.device);
 }
 
-void moe_gemm_down(const TensorView& h, const GroupedExperts& w, const MoeGroups& g, const TensorView& y) {
+void moe_gemm_down(const TensorView& h, const GroupedExperts& w, const MoeGroups& g, const TensorView& y,
+                   MoeGemmKernel kernel) {
   check_common("moe_gemm_down", w, g);
   const int64_t n = g.row_token.numel();
   check_bf16_rows("moe_gemm_down", "h", h, n, w.I);
@@ -119,7 +122,7 @@ void moe_gemm_down(const TensorView& h, const GroupedExperts& w, const MoeGroups
   if (n == 0) return;
   if (w.device == Device::Cpu) return cpu_down(h, w, g, y);
 #ifdef DS_HAVE_CUDA
-  return launch(h, nullptr, w, g, false, y);
+  return launch(h, nullptr, w, g, false, y, kernel);
 #endif
   detail::no_backend("moe_gemm_down", w.device);
 }

@@ -1,8 +1,8 @@
 // Grouped expert GEMMs of the routed experts over many rows (prefill chunks): every active
 // expert's product over its grouped rows (MoeGroups, kernels/moe.h) in one call, with bf16 inputs
-// and f32 accumulation. On CUDA each is one launch over every expert (tensor cores, the tile list
-// built on the device from the group offsets: no host round trip); the CPU implementations are the
-// plain references.
+// and f32 accumulation. On CUDA each is one launch over every expert (tensor cores: wgmma or mma.sync,
+// the tile list built on the device from the group offsets: no host round trip); the CPU
+// implementations are the plain references.
 // MXFP4 experts are dequantised tile by tile inside the GEMM (exactly: an E2M1 code times an E8M0
 // scale is a bf16 value), so the CPU reference sums the same products as for bf16 weights.
 //  - moe_gemm_glu: h = act(x_r · gate_eᵀ, x_r · up_eᵀ) (experts.act: SiLU-GLU or SiTU-GLU) with x_r =
@@ -20,10 +20,17 @@ namespace ds {
 // with D and I multiples of 32).
 bool moe_gemm_supported(const GroupedExperts& w);
 
+// Which CUDA kernel: Auto takes the warpgroup-MMA (wgmma) kernel for bf16 experts whose inner size is
+// a multiple of 64, else the mma.sync one; MmaSync always the latter (the comparison point). The CPU
+// ignores it.
+enum class MoeGemmKernel { Auto, MmaSync };
+
 // x bf16 [T, D] (row view, stride a multiple of 8) -> h bf16 [T*k, I] (grouped rows).
-void moe_gemm_glu(const TensorView& x, const GroupedExperts& w, const MoeGroups& g, const TensorView& h);
+void moe_gemm_glu(const TensorView& x, const GroupedExperts& w, const MoeGroups& g, const TensorView& h,
+                  MoeGemmKernel kernel = MoeGemmKernel::Auto);
 
 // h bf16 [T*k, I] (grouped rows, stride a multiple of 8) -> y f32 [T*k, D].
-void moe_gemm_down(const TensorView& h, const GroupedExperts& w, const MoeGroups& g, const TensorView& y);
+void moe_gemm_down(const TensorView& h, const GroupedExperts& w, const MoeGroups& g, const TensorView& y,
+                   MoeGemmKernel kernel = MoeGemmKernel::Auto);
 
 }  // namespace ds

@@ -12,6 +12,7 @@
 #include "kernels/cuda/expert_act.cuh"
 #include "kernels/cuda/mma.cuh"
 #include "kernels/cuda/moe_gemm_launch.h"
+#include "kernels/cuda/moe_gemm_tile.cuh"
 #include "kernels/cuda/mxfp4.cuh"
 
 namespace ds::cuda {
@@ -56,12 +57,10 @@ __global__ void __launch_bounds__(kThreads, 2) moe_gemm_kernel(const MoeGemmLaun
   constexpr int kWarpsN = kBN / kWN, kNI = kWN / 8, kRowChunks = kBK / 8;
   constexpr int kChunks = kBM * kBK / 8 / kThreads;  // 16-byte chunks of A (and of B) per thread and stage
   constexpr int kMxBlocks = kBK / 32, kMxChunks = kBN * kMxBlocks / kThreads;  // MXFP4 blocks of B
-  const int tile = blockIdx.y;
-  if (tile >= l.tiles[0]) return;
-  const int e = l.tiles[1 + 2 * tile], m0 = l.tiles[2 + 2 * tile];
-  const int m_end = min(l.offsets[e + 1], m0 + kBM);
+  MoeGemmTile tl;
+  if (!moe_gemm_tile(l, kGlu ? kBN / 2 : kBN, tl)) return;
+  const int e = tl.e, m0 = tl.m0, m_end = tl.m_end, n0 = tl.n0;
   const int N = int(l.N), K = int(l.K), E = int(l.E);
-  const int n0 = blockIdx.x * (kGlu ? kBN / 2 : kBN);
   extern __shared__ __align__(16) uint16_t smem[];
   uint16_t* As = smem;                         // [kStages][kBM][kLds]
   uint16_t* Bs = smem + kStages * kBM * kLds;  // [kStages][kBN][kLds]
@@ -260,6 +259,7 @@ void launch_moe_gemm(const MoeGemmLaunch& l) {
   check_launch("moe gemm tile list kernel");
   const int64_t max_tiles = moe_gemm_max_tiles(l.n_rows, l.E);
   require(max_tiles <= 65535, "moe_gemm (CUDA): too many row tiles");
+  if (l.wgmma && moe_gemm_wgmma_fits(l)) return launch_moe_gemm_wgmma(l, max_tiles);
   const int64_t bn = l.glu ? kBN / 2 : kBN;
   const dim3 grid(unsigned((l.N + bn - 1) / bn), unsigned(max_tiles));
   const bool mx = l.scales != nullptr;

@@ -29,11 +29,17 @@ struct MoeGemmLaunch {
   int32_t* tiles;  // scratch [1 + 2 * moe_gemm_max_tiles(n_rows, E)]
   void* out;       // [n_rows, N], stride ldo
   int64_t ldo;
+  bool wgmma = false;  // the warpgroup-MMA kernel (moe_gemm_wgmma.cu) where moe_gemm_wgmma_fits
 };
 // One tile-list kernel (expert and first row of every 128-row tile), then one GEMM launch over the
 // tiles: bf16 mma.sync m16n8k16 with f32 accumulators, 128×128 CTA tiles in k steps of 64, 3-stage cp.async.
 // MXFP4 experts: each k step's weight tile is loaded as codes and scales into registers one step
 // ahead and dequantised to bf16 (exactly: E2M1 × E8M0 fits bf16) into shared memory. K % 32 == 0.
 void launch_moe_gemm(const MoeGemmLaunch& l);
+
+// The same products on Hopper's warpgroup MMA (moe_gemm_wgmma.cu): bf16 experts with K % 64 == 0.
+// launch_moe_gemm takes it when l.wgmma is set and it fits, after building the tile list.
+bool moe_gemm_wgmma_fits(const MoeGemmLaunch& l);
+void launch_moe_gemm_wgmma(const MoeGemmLaunch& l, int64_t max_tiles);
 
 }  // namespace ds::cuda

@@ -1,6 +1,7 @@
 // The grouped expert GEMMs (kernels/moe_gemm.h) on CUDA against their CPU references on the same
 // bf16 inputs: groups of 0 rows, of less than one 16-row fragment and of several 128-row tiles;
-// inner sizes and output widths that are not multiples of the kernel's 32 / 64 / 128 tiles.
+// inner sizes and output widths that are not multiples of the kernels' 32 / 64 / 128 / 256 tiles; the
+// warpgroup-MMA kernel and the mma.sync one.
 // ctest label "gpu"; skipped without a CUDA device.
 #include <gtest/gtest.h>
 
@@ -39,7 +40,7 @@ std::vector<float> bf16_floats(const std::vector<uint16_t>& v) {
   return f;
 }
 
-void run_case(int64_t T, int64_t k, int64_t E, int64_t D, int64_t I, uint32_t seed) {
+void run_case(int64_t T, int64_t k, int64_t E, int64_t D, int64_t I, uint32_t seed, MoeGemmKernel kernel) {
   const int64_t n = T * k;
   test::GroupsCase groups = test::make_groups_case(T, k, E, seed);
 
@@ -64,7 +65,7 @@ void run_case(int64_t T, int64_t k, int64_t E, int64_t D, int64_t I, uint32_t se
   moe_gemm_glu(TensorView::matrix(x.data(), DType::BF16, T, D, ldx), wc, gc,
                TensorView::matrix(h.data(), DType::BF16, n, I));
   moe_gemm_glu(TensorView::matrix(dx.data(), DType::BF16, T, D, ldx, Device::Cuda), wd, gd,
-               TensorView::matrix(dh.data(), DType::BF16, n, I, I, Device::Cuda));
+               TensorView::matrix(dh.data(), DType::BF16, n, I, I, Device::Cuda), kernel);
   const std::vector<float> hc = bf16_floats(h), hg = bf16_floats(dh.to_host<uint16_t>());
   int far = 0;  // elements more than one bf16 step (plus a little) apart
   for (size_t i = 0; i < hc.size(); ++i) far += std::fabs(hc[i] - hg[i]) > 8e-3 * std::fabs(hc[i]) + 1e-4;
@@ -77,25 +78,31 @@ void run_case(int64_t T, int64_t k, int64_t E, int64_t D, int64_t I, uint32_t se
   moe_gemm_down(TensorView::matrix(h.data(), DType::BF16, n, I), wc, gc,
                 TensorView::matrix(yc.data(), DType::F32, n, D, ldy));
   moe_gemm_down(TensorView::matrix(dhc.data(), DType::BF16, n, I, I, Device::Cuda), wd, gd,
-                TensorView::matrix(dy.data(), DType::F32, n, D, ldy, Device::Cuda));
+                TensorView::matrix(dy.data(), DType::F32, n, D, ldy, Device::Cuda), kernel);
   const std::vector<float> yg = dy.to_host<float>();
   const double ey = rel_l2(yg, yc);
   bool pad_untouched = true;
   for (int64_t r = 0; r < n; ++r)
     for (int64_t c = D; c < ldy; ++c) pad_untouched &= yg[size_t(r * ldy + c)] == 0.0f;
-  std::printf("    moe_gemm T=%lld k=%lld E=%lld D=%lld I=%lld: rel L2 glu %.3g (%d far), down %.3g\n",
-              (long long)T, (long long)k, (long long)E, (long long)D, (long long)I, eh, far, ey);
+  std::printf("    moe_gemm %s T=%lld k=%lld E=%lld D=%lld I=%lld: rel L2 glu %.3g (%d far), down %.3g\n",
+              kernel == MoeGemmKernel::Auto ? "auto" : "mma.sync", (long long)T, (long long)k, (long long)E,
+              (long long)D, (long long)I, eh, far, ey);
   EXPECT_LE(eh, 2e-3);
   EXPECT_LE(far, int(hc.size() / 1000));
   EXPECT_LE(ey, 1e-5);
   EXPECT_TRUE(pad_untouched);
 }
 
+// Each case through both kernels: Auto is the wgmma kernel where K % 64 == 0 (the second, third and
+// fourth cases; the first's K of 264 and 200 falls back to mma.sync).
 TEST(MoeGemmCuda, MatchesCpu) {
   if (!cuda_available()) GTEST_SKIP() << "no CUDA device: GPU test skipped";
-  run_case(/*T=*/300, /*k=*/4, /*E=*/12, /*D=*/264, /*I=*/200, 1);   // tails in K, N and every tile
-  run_case(/*T=*/5, /*k=*/2, /*E=*/6, /*D=*/64, /*I=*/128, 2);       // groups smaller than a fragment
-  run_case(/*T=*/160, /*k=*/2, /*E=*/8, /*D=*/2304, /*I=*/1024, 3);  // Kimi-Linear expert shapes
+  for (const MoeGemmKernel kernel : {MoeGemmKernel::Auto, MoeGemmKernel::MmaSync}) {
+    run_case(/*T=*/300, /*k=*/4, /*E=*/12, /*D=*/264, /*I=*/200, 1, kernel);  // tails in K, N and every tile
+    run_case(/*T=*/5, /*k=*/2, /*E=*/6, /*D=*/64, /*I=*/128, 2, kernel);  // groups smaller than a fragment
+    run_case(/*T=*/300, /*k=*/4, /*E=*/12, /*D=*/320, /*I=*/192, 4, kernel);   // N tails of 128 / 256 columns
+    run_case(/*T=*/160, /*k=*/2, /*E=*/8, /*D=*/2304, /*I=*/1024, 3, kernel);  // Kimi-Linear expert shapes
+  }
 }
 
 }  // namespace
