@@ -4,7 +4,7 @@
 #   D=<folder with test_kernels_gpu, libds_kda_capi.so, bench_kda.py, fla_src/fla, lib/> \
 #     STEPS=tests,table,memcheck bash bench/kda_gpu/prefill_device.sh   # from the repository root
 # Steps (STEPS, comma-separated, run in the order given):
-#   tests     the KDA GPU tests ($TESTS_FILTER, default KdaCuda.*)
+#   tests     the KDA GPU tests ($TESTS_FILTER, default KdaCuda.*; log tests$TESTS_TAG.log)
 #   memcheck  compute-sanitizer memcheck of prefill tests ($MEMCHECK_FILTER)
 #   sweep     deltaserve alone under each setting of $SWEEP (bench_kda.py --env-sweep), $SWEEP_SHAPES
 #   phases    one segment with DS_KDA_TIMING=1 at $SWEEP_SHAPES (default T = 32768), phase times
@@ -14,7 +14,9 @@
 #   flawarm   fla's Triton kernels compiled for every (gate, H) and varlen set of the table, in
 #             parallel processes (gates of GATES); their autotuning choices then dropped
 #   table     the prefill table side by side with fla: both gates, H 32/64/96 × T 8k/32k/64k and the
-#             16-sequence varlen batch
+#             16-sequence varlen batch ($TABLE_GATES, default safe,softplus; $LIB_BASE timed beside)
+#   ncu       Nsight Compute on kernel $NCU_KERNEL (default kda_prep), one call per gate of $NCU_GATES,
+#             H = $NCU_H, T = $NCU_T (prof_prefill.py): details page and per-SASS-instruction counts
 # Logs (at most 8 files) under $OUT. fla's Triton kernels compile and autotune on first use; a cache from an
 # earlier run ($D/triton_cache.tgz, or the parts $D/triton_cache.tar.xz.*) is unpacked first and the cache after the run saved to
 # $OUT/triton_cache.tar.xz.* (SAVE_CACHE=1; join the parts with cat; FLA_CACHE_RESULTS=1 keeps the
@@ -41,9 +43,9 @@ B=(python3 "$D/bench_kda.py" --lib "$D/libds_kda_capi.so" --fla "$D/fla_src")
 t0=$SECONDS
 step_tests() {
   timeout "${TESTS_S:-120}" "$D/test_kernels_gpu" --gtest_color=no --gtest_filter="${TESTS_FILTER:-KdaCuda.*}" \
-    >"$OUT/tests.log" 2>&1
+    >"$OUT/tests${TESTS_TAG:-}.log" 2>&1
   echo "tests rc=$? ($((SECONDS - t0)) s)"
-  grep -E "kda_prefill|FAILED|PASSED|SKIPPED|Failure" "$OUT/tests.log" | cut -c1-150
+  grep -E "kda_prefill|FAILED|PASSED|SKIPPED|Failure" "$OUT/tests${TESTS_TAG:-}.log" | cut -c1-150
 }
 step_memcheck() {
   timeout "${MEMCHECK_S:-60}" compute-sanitizer --tool memcheck "$D/test_kernels_gpu" --gtest_color=no \
@@ -95,14 +97,25 @@ step_flawarm() {  # one process per (gate, H) and per gate's varlen batch, in pa
   echo "flawarm ($((SECONDS - t0)) s)"
 }
 step_table() {
-  timeout "${TABLE_S:-420}" "${B[@]}" --parts prefill --gates safe,softplus --shapes grid,varlen \
-    --reps "${REPS:-7}" --out "$OUT/prefill.json" 2>&1 | tee "$OUT/prefill.log"
+  timeout "${TABLE_S:-420}" "${B[@]}" --parts prefill --gates "${TABLE_GATES:-safe,softplus}" --shapes grid,varlen \
+    --reps "${REPS:-7}" ${LIB_BASE:+--lib-base "$LIB_BASE"} --out "$OUT/prefill.json" 2>&1 | tee "$OUT/prefill.log"
   echo "table rc=$? ($((SECONDS - t0)) s)"
+}
+step_ncu() {  # one process, one launch per gate (one segment); the SASS page as CSV (stall samples, executed instructions)
+  DS_KDA_SEGMENTS=1 timeout "${NCU_S:-90}" ncu --clock-control none --section SpeedOfLight --section WarpStateStats \
+    --section InstructionStats --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \
+    --section Occupancy --section SourceCounters -k "regex:${NCU_KERNEL:-kda_prep}" -f -o /tmp/ncu_prof \
+    python3 "$D/prof_prefill.py" --lib "$D/libds_kda_capi.so" --gates "${NCU_GATES:-safe,softplus}" --calls 1 \
+    --heads "${NCU_H:-64}" --tokens "${NCU_T:-8192}" >"$OUT/ncu.log" 2>&1
+  echo "ncu rc=$? ($((SECONDS - t0)) s)"
+  ncu -i /tmp/ncu_prof.ncu-rep --page details >>"$OUT/ncu.log" 2>&1
+  ncu -i /tmp/ncu_prof.ncu-rep --page source --csv --print-source sass >"$OUT/ncu_sass.csv" 2>&1
+  grep -E "kda_|Duration|Compute \(SM\) Throughput|Memory Throughput|Executed Ipc A|Issue Slots Busy|No Eligible" "$OUT/ncu.log"
 }
 for step in ${STEPS//,/ }; do
   if declare -F "step_$step" >/dev/null; then "step_$step"; else echo "unknown step $step"; fi
 done
 if [ -n "${SAVE_CACHE:-}" ]; then  # Triton's binaries, metadata and autotuning choices, in parts under 16 MiB
-  (cd "$TRITON_CACHE_DIR" && find . -name '*.cubin' -o -name '*.json' | tar -cJf - -T -) | split -b 15m - "$OUT/triton_cache.tar.xz."
+  (cd "$TRITON_CACHE_DIR" && find . -name '*.cubin' -o -name '*.json' -o -name '*.so' | tar -cJf - -T -) | split -b 15m - "$OUT/triton_cache.tar.xz."
 fi
 ls -la "$OUT"

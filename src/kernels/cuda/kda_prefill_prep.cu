@@ -34,7 +34,15 @@ struct K1Params {
   int64_t chunk0;  // this launch's first chunk
 };
 
-constexpr int kGLd = 132;  // f32 row stride of the cumulative gate tile
+// Per-channel f32 rows in shared memory (the gate tile, 2^G_mid, ...): channels 8p .. 8p+3 at words
+// 4p .. 4p+3 and channels 8p+4 .. 8p+7 at words kGHi + 4p .., so that the two 16-byte halves a thread
+// reads for its 8 channels fall in distinct bank groups for 8 consecutive threads (contiguous halves
+// would be 2-way conflicts), and a warp's 32 consecutive channels still take 32 distinct banks
+// (kGHi ≡ 16 mod 32).
+constexpr int kGHi = 80, kGLd = 144;
+__device__ __forceinline__ int gpos(int c) {
+  return ((c >> 2) & 1) * kGHi + ((c >> 3) << 2) + (c & 3);
+}
 
 template <class T>
 struct K1Smem {
@@ -43,7 +51,7 @@ struct K1Smem {
   alignas(16) __nv_bfloat16 tile[4][kC * kD];  // mma operands of the pair sums (swizzled)
   float L[kC][kC + 1], M[kC][kC + 1];
   float beta[kC], inv_q[kC], inv_k[kC], qk[kC];
-  alignas(16) float e_mid[kD], e_last_mid[kD];  // fast path, per channel: 2^G_mid, 2^(G_last − G_mid)
+  alignas(16) float e_mid[kGLd], e_last_mid[kGLd];  // fast path, per channel: 2^G_mid, 2^(G_last − G_mid)
 };
 
 // The global loads of one chunk, held in registers from their issue until they are stored to
@@ -91,9 +99,11 @@ __device__ void warp_xyt(const __nv_bfloat16* X, const __nv_bfloat16* Y, float (
     mma_16816(acc[0], a, b[0], b[1]);
     mma_16816(acc[1], a, b[2], b[3]);
   }
-  const int g = lane / 4, t = lane % 4, bs = 32 >> level;
+  // Block size 32 >> level is a power of two: block tests as bit tests (a run-time level would make
+  // `/` and `%` integer divisions).
+  const int g = lane / 4, t = lane % 4, half = 16 >> level;
   auto put = [&](int r, int i, float v) {
-    if (level == 0 || (r / bs == i / bs && r % bs >= bs / 2 && i % bs < bs / 2)) C[r][i] = v;
+    if (level == 0 || ((r ^ i) < 2 * half && (r & half) != 0 && (i & half) == 0)) C[r][i] = v;
   };
 #pragma unroll
   for (int nt = 0; nt < 2; ++nt) {
@@ -102,6 +112,19 @@ __device__ void warp_xyt(const __nv_bfloat16* X, const __nv_bfloat16* Y, float (
     put(g + 8, 8 * nt + 2 * t, acc[nt][2]);
     put(g + 8, 8 * nt + 2 * t + 1, acc[nt][3]);
   }
+}
+
+// The elements of a 16-byte vector as f32, by register moves (taking the vector's address, as a
+// reinterpret_cast to its element type would, puts the vector in local memory).
+__device__ __forceinline__ void unpack_f32(const uint4& u, float (&x)[4]) {
+  x[0] = __uint_as_float(u.x), x[1] = __uint_as_float(u.y), x[2] = __uint_as_float(u.z),
+  x[3] = __uint_as_float(u.w);
+}
+__device__ __forceinline__ void unpack_f32(const uint4& u, float (&x)[8]) {  // 8 bf16
+  const uint32_t w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+  for (int e = 0; e < 4; ++e)
+    x[2 * e] = __uint_as_float(w[e] << 16), x[2 * e + 1] = __uint_as_float(w[e] & 0xffff0000u);
 }
 
 // Stores the loads of one chunk into s.q, s.k (raw), s.g (gate pre-activation, f32) and s.beta.
@@ -113,13 +136,11 @@ __device__ __forceinline__ void store_loads(const ChunkLoads<T>& L, int len, K1S
     const int idx = threadIdx.x + 128 * i, r = idx / CL::kVecPerRow, c = (idx % CL::kVecPerRow) * CL::kPer;
     *reinterpret_cast<uint4*>(&s.q[r][c]) = L.q[i];
     *reinterpret_cast<uint4*>(&s.k[r][c]) = L.k[i];
-    const T* f = reinterpret_cast<const T*>(&L.f[i]);
     float fv[CL::kPer];
-#pragma unroll
-    for (int e = 0; e < CL::kPer; ++e) fv[e] = to_f32(f[e]);
+    unpack_f32(L.f[i], fv);
 #pragma unroll
     for (int e = 0; e < CL::kPer; e += 4)
-      *reinterpret_cast<float4*>(&s.g[r][c + e]) = make_float4(fv[e], fv[e + 1], fv[e + 2], fv[e + 3]);
+      *reinterpret_cast<float4*>(&s.g[r][gpos(c + e)]) = make_float4(fv[e], fv[e + 1], fv[e + 2], fv[e + 3]);
   }
   const int j = threadIdx.x;
   if (j < kC) s.beta[j] = j < len ? 1.0f / (1.0f + expf(-L.b)) : 0.0f;
@@ -133,6 +154,12 @@ __device__ __forceinline__ uint4 pack8(const float (&x)[8]) {
 // Eight consecutive f32 (16-byte aligned) from shared memory, in two vector loads.
 __device__ __forceinline__ void ld8(const float* src, float (&x)[8]) {
   const float4 a = *reinterpret_cast<const float4*>(src), b = *reinterpret_cast<const float4*>(src + 4);
+  x[0] = a.x, x[1] = a.y, x[2] = a.z, x[3] = a.w, x[4] = b.x, x[5] = b.y, x[6] = b.z, x[7] = b.w;
+}
+// Channels c .. c+7 (c a multiple of 8) of a per-channel f32 row in the gpos layout, in two vector loads.
+__device__ __forceinline__ void ld8g(const float* row, int c, float (&x)[8]) {
+  const float4 a = *reinterpret_cast<const float4*>(row + (c >> 1)),
+               b = *reinterpret_cast<const float4*>(row + kGHi + (c >> 1));
   x[0] = a.x, x[1] = a.y, x[2] = a.z, x[3] = a.w, x[4] = b.x, x[5] = b.y, x[6] = b.z, x[7] = b.w;
 }
 // Eight consecutive activations (16-byte aligned) from shared memory, times `scale`.
@@ -154,9 +181,11 @@ __device__ __forceinline__ void ld8(const float* src, float scale, float (&x)[8]
 // Grid: (ceil(count / per_cta), H). CTA x walks chunks chunk0 + x·per_cta .. + per_cta − 1 (those
 // below chunk0 + count); the loads of the next chunk are issued before the current one is
 // computed, so every CTA keeps a chunk's q, k and gate rows in flight while it computes.
-template <class T, bool kSafeGate>
-__global__ void __launch_bounds__(128, sizeof(T) == 2 ? 6 : 4)
-    kda_prep_kernel(K1Params p, int64_t count, int per_cta) {
+// kBlocks: CTAs per multiprocessor the registers are sized for. bf16: 6 fit by shared memory, but at 6
+// (80 registers) the compiler keeps one 32-byte piece of the next chunk's loads in local memory, and
+// its store waits for the load at issue, so the prefetch does not overlap; at 5 (96 registers) none.
+template <class T, bool kSafeGate, int kBlocks>
+__global__ void __launch_bounds__(128, kBlocks) kda_prep_kernel(K1Params p, int64_t count, int per_cta) {
   extern __shared__ __align__(16) uint8_t k1_smem_raw[];
   K1Smem<T>& s = *reinterpret_cast<K1Smem<T>*>(k1_smem_raw);
   const int h = blockIdx.y, j = threadIdx.x, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -202,13 +231,14 @@ __global__ void __launch_bounds__(128, sizeof(T) == 2 ? 6 : 4)
     }
 
     // Gate and inclusive cumulative sum along the chunk, channel j, in log2 units. Padded rows decay 0.
+    const int gj = gpos(j);
     float G = 0.0f;
 #pragma unroll
     for (int r = 0; r < kC; ++r) {
       float gate = 0.0f;
       if (r < len) {
         // Fast intrinsics: their ~2 ulp errors are far below the bf16 rounding of every operand.
-        const float z = s.g[r][j] + dt;
+        const float z = s.g[r][gj] + dt;
         if constexpr (kSafeGate) {
           gate = p.lower_bound * __fdividef(1.0f, 1.0f + __expf(-a * z));
         } else {
@@ -216,11 +246,11 @@ __global__ void __launch_bounds__(128, sizeof(T) == 2 ? 6 : 4)
         }
       }
       G += gate * kLog2e;
-      s.g[r][j] = G;
+      s.g[r][gj] = G;
     }
-    const float G_mid = s.g[kC / 2 - 1][j];
+    const float G_mid = s.g[kC / 2 - 1][gj];
     const bool wide = -G_mid > kMaxHalfSpan || G_mid - G > kMaxHalfSpan;
-    s.e_mid[j] = fast_exp2(G_mid), s.e_last_mid[j] = fast_exp2(G - G_mid);
+    s.e_mid[gj] = fast_exp2(G_mid), s.e_last_mid[gj] = fast_exp2(G - G_mid);
     const bool slow = __syncthreads_or(wide);  // also orders the norms and G above
 
     // Record rows in the swizzled layout, one 16-byte piece (8 channels of one row) at a time, 2 per
@@ -234,12 +264,12 @@ __global__ void __launch_bounds__(128, sizeof(T) == 2 ? 6 : 4)
       float kn[8], qn[8], Gr[8], kh[8], qh[8], kt[8];
       ld8(&s.k[r][c], s.inv_k[r], kn);
       ld8(&s.q[r][c], s.inv_q[r], qn);
-      ld8(&s.g[r][c], Gr);
+      ld8g(s.g[r], c, Gr);
       if (!slow) {
         float Gm[8], em[8], elm[8], up_k[8], down_k[8], up_q[8];
-        ld8(&s.g[kC / 2 - 1][c], Gm);
-        ld8(&s.e_mid[c], em);
-        ld8(&s.e_last_mid[c], elm);
+        ld8g(s.g[kC / 2 - 1], c, Gm);
+        ld8g(s.e_mid, c, em);
+        ld8g(s.e_last_mid, c, elm);
 #pragma unroll
         for (int e = 0; e < 8; ++e) {
           const float d = Gr[e] - Gm[e];
@@ -254,7 +284,7 @@ __global__ void __launch_bounds__(128, sizeof(T) == 2 ? 6 : 4)
         *reinterpret_cast<uint4*>(&s.tile[2][o]) = pack8(up_q);    // Pq
       } else {
         float Gl[8];
-        ld8(&s.g[kC - 1][c], Gl);
+        ld8g(s.g[kC - 1], c, Gl);
 #pragma unroll
         for (int e = 0; e < 8; ++e) {
           const float ex = fast_exp2(Gr[e]);
@@ -283,14 +313,14 @@ __global__ void __launch_bounds__(128, sizeof(T) == 2 ? 6 : 4)
           float kn[8], qn[8], Gr[8];
           ld8(&s.k[r][c], s.inv_k[r], kn);
           ld8(&s.q[r][c], s.inv_q[r], qn);
-          ld8(&s.g[r][c], Gr);
+          ld8g(s.g[r], c, Gr);
 #pragma unroll
           for (int half = 0; half < 2; ++half) {
-            const int level = 2 * round + half + 1, bs = 32 >> level;
-            const int pr = (r / bs) * bs + bs / 2 - 1;  // last row of r's lower half-block
-            const bool upper = r % bs >= bs / 2;
+            const int level = 2 * round + half + 1, hb = 16 >> level;  // half-block rows
+            const int pr = (r & ~(2 * hb - 1)) + hb - 1;               // last row of r's lower half-block
+            const bool upper = (r & hb) != 0;
             float Gp[8], kf[8], qf[8];
-            ld8(&s.g[pr][c], Gp);
+            ld8g(s.g[pr], c, Gp);
 #pragma unroll
             for (int e = 0; e < 8; ++e) {
               const float ex = fast_exp2(upper ? Gr[e] - Gp[e] : Gp[e] - Gr[e]);  // <= 1 on both sides
@@ -358,12 +388,20 @@ void launch_kda_prep(const KdaPrefillLaunch& a, const int2* chunk_rows, uint8_t*
     return n > 0 ? n : 132;
   }();
   // Chunks per CTA: env DS_KDA_PREP_CHUNKS (1 to 16), else up to 4 while the grid still has about
-  // 12 CTAs per multiprocessor (two waves of the 6 that fit, by shared memory).
+  // 12 CTAs per multiprocessor (two waves of the 5 or 6 that fit).
   int per_cta = int(std::clamp<int64_t>(count * a.H / (int64_t(sms) * 12), 1, 4));
   if (const char* e = std::getenv("DS_KDA_PREP_CHUNKS")) per_cta = std::clamp(std::atoi(e), 1, 16);
   const dim3 grid{unsigned((count + per_cta - 1) / per_cta), unsigned(a.H)};
   const size_t smem = sizeof(K1Smem<T>);
-  auto prep = a.safe_gate ? kda_prep_kernel<T, true> : kda_prep_kernel<T, false>;
+  // Register budget, bf16: 5 CTAs per multiprocessor, env DS_KDA_PREP_BLOCKS=6 for 6 (f32: 4). On an
+  // H200 (docs/perf.md), in whole calls at T = 32768, the two were within ±5 % per shape (5 faster at
+  // safe H = 96 and softplus H = 32, slower at softplus H = 64) and 0.5 % apart over both gates and
+  // H = 32 / 64 / 96; 5 is the measured default.
+  const char* blocks_env = std::getenv("DS_KDA_PREP_BLOCKS");
+  const bool six = blocks_env != nullptr && std::atoi(blocks_env) == 6;
+  constexpr int kFewer = sizeof(T) == 2 ? 5 : 4, kMost = sizeof(T) == 2 ? 6 : 4;
+  auto prep = a.safe_gate ? (six ? kda_prep_kernel<T, true, kMost> : kda_prep_kernel<T, true, kFewer>)
+                          : (six ? kda_prep_kernel<T, false, kMost> : kda_prep_kernel<T, false, kFewer>);
   check(cudaFuncSetAttribute(prep, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)),
         "kda_prefill: prep shared memory limit");
   prep<<<grid, 128, smem, stream>>>(p, count, per_cta);
