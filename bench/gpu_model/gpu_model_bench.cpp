@@ -251,9 +251,10 @@ void run_prefill(DeviceModel& m, const GpuBenchArgs& a, const DeviceModelOptions
       s.logits = s0 + n == L ? LogitsWant::Last : LogitsWant::None;
       s.argmax_only = true;
       step.seqs.push_back(s);
-      if (profile && s0 == 0) profiler_range(true);
+      // Profiled: the last chunk (it attends over the longest context).
+      if (profile && s0 + n == L) profiler_range(true);
       m.forward(step, pools);
-      if (profile && s0 == 0) profiler_range(false);
+      if (profile && s0 + n == L) profiler_range(false);
     }
     synchronize(Device::Cuda);
     return now_s() - t0;
@@ -364,7 +365,7 @@ void add_gpu_model_bench_options(CLI::App& cmd, GpuBenchArgs& a) {
                "First time the weight-streaming kernels alone against the copy bandwidth");
   cmd.add_flag("--profile", a.profile,
                "Profiler capture range (e.g. ncu --profile-from-start off) around the last timed decode step "
-               "of each point and the first prefill chunk");
+               "of each point and the last prefill chunk");
 }
 
 }  // namespace ds::bench

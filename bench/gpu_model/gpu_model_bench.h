@@ -40,7 +40,7 @@ struct GpuBenchArgs {
   bool skip_decode = false, skip_prefill = false;
   std::vector<int> moe_gemm;  // token counts of the routed-experts-alone table (empty: not run)
   bool kernels = false;       // the weight-streaming kernels alone first (run_kernel_bench)
-  bool profile = false;       // profiler range around one decode step per point and the first prefill chunk
+  bool profile = false;       // profiler range around one decode step per point and the last prefill chunk
   int decode_steps = 16;
   int page_tokens = 64;
   uint64_t seed = 1;

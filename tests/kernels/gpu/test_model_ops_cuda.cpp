@@ -142,6 +142,12 @@ TEST_F(ModelOpsCuda, GathersAndCombine) {
   EXPECT_EQ(emb.gpu_f32(), emb.cpu_f32());
   EXPECT_EQ(rows.gpu_f32(), rows.cpu_f32());
   expect_same(out, 1e-6, "weighted_combine");
+  // 22 of the 24 columns (not a multiple of 4: the one-column-per-thread kernel, not the float4 one).
+  Twin out22 = Twin::randn(5, 24, 12);
+  for (Device d : {Device::Cpu, Device::Cuda})
+    weighted_combine_rows(TensorView::matrix(rows.ptr(d), DType::F32, 9, 22, 24, d), pos.view(d), w.flat(d),
+                          TensorView::matrix(out22.ptr(d), DType::F32, 5, 22, 24, d));
+  expect_same(out22, 1e-6, "weighted_combine, 22 columns");
 }
 
 // Two sequences with scattered pages (page_tokens 4): 3 new tokens after 9 cached, 5 from scratch.
