@@ -1,7 +1,7 @@
 // Internal to src/kernels/cuda: Hopper warpgroup MMA (wgmma, sm_90a) helpers: shared-memory matrix
 // descriptors for K-major bf16 tiles in the 128-byte swizzle, the fence / commit / wait of a
 // warpgroup's asynchronous products, and m64n256k16 (bf16 × bf16 -> f32) with both operands in shared
-// memory.
+// memory, and m64n64k16 likewise.
 //
 // Tile layout (the 128-byte swizzle): a tile of rows of 64 bf16 (128 bytes) stored row after row, the
 // 16-byte chunk j of row r at byte r·128 + ((j ^ (r % 8)) · 16), the tile 1024-byte aligned. Its
@@ -80,6 +80,26 @@ __device__ __forceinline__ void wgmma_m64n256k16_bf16(float (&d)[128], uint64_t 
         "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]),
         "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]),
         "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+      : "l"(a_desc), "l"(b_desc), "r"(int(accumulate)));
+}
+
+// d (+)= A · Bᵀ over a 64×64×16 slice, both operands K-major tiles in shared memory (by descriptor).
+__device__ __forceinline__ void wgmma_m64n64k16_bf16(float (&d)[32], uint64_t a_desc, uint64_t b_desc,
+                                                     bool accumulate) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %34, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, "
+      "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
+      "%32, %33, p, 1, 1, 0, 0;\n"
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]),
+        "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+        "+f"(d[30]), "+f"(d[31])
       : "l"(a_desc), "l"(b_desc), "r"(int(accumulate)));
 }
 
