@@ -26,9 +26,10 @@ class StepGraph {
   StepGraph(const StepGraph&) = delete;
   StepGraph& operator=(const StepGraph&) = delete;
 
-  // Records `body` (CUDA: nothing runs until replay(); memory the body allocates and frees
-  // becomes part of the graph). Throws ds::Error if the body fails or cannot be captured; the
-  // graph is then empty.
+  // Records `body` (CUDA: nothing runs until replay(); the device memory the body allocates and
+  // frees comes from a scratch arena the graph owns, sized by a first recording, so that the graph
+  // holds no memory nodes and consecutive programmatic dependent launches stay overlapped). Throws ds::Error
+  // if the body fails or cannot be captured; the graph is then empty.
   void capture(Device device, std::function<void()> body);
   void replay() const;  // queued on the calling thread's default stream
   bool empty() const { return !body_ && exec_ == nullptr; }

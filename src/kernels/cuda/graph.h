@@ -5,7 +5,9 @@
 
 namespace ds::cuda {
 
-void* capture_graph(const std::function<void()>& body);  // an instantiated cudaGraphExec_t
+// An instantiated graph with its scratch arena (scratch_arena.h): the device memory the body
+// allocates comes from the arena, so that the graph holds kernel and copy nodes only.
+void* capture_graph(const std::function<void()>& body);
 void launch_graph(void* exec);
 void destroy_graph(void* exec);
 void* per_thread_stream();  // cudaStreamPerThread

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/scratch_arena.h"
 
 namespace ds::cuda {
 namespace {
@@ -31,6 +32,7 @@ void keep_pool_memory() {
 }
 
 void* alloc_device(int64_t bytes) {
+  if (ScratchArena* a = thread_arena()) return a->alloc(bytes);  // a graph being recorded
   keep_pool_memory();
   void* p = nullptr;
   check(cudaMallocAsync(&p, size_t(bytes), cudaStreamPerThread), "device alloc");
@@ -38,6 +40,7 @@ void* alloc_device(int64_t bytes) {
 }
 
 void free_device(void* p) {
+  if (ScratchArena* a = thread_arena(); a != nullptr && a->release(p)) return;
   cudaFreeAsync(p, cudaStreamPerThread);  // never throws from a destructor
 }
 

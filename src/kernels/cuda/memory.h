@@ -7,6 +7,7 @@
 
 namespace ds::cuda {
 
+// Device memory from the pool, or from the scratch arena installed on this thread (scratch_arena.h).
 void* alloc_device(int64_t bytes);
 void free_device(void* p);
 void* alloc_pinned(int64_t bytes);

@@ -11,6 +11,7 @@
 #include <cfloat>
 
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/memory.h"
 #include "kernels/cuda/model_ops_launch.h"
 
 namespace ds::cuda {
@@ -212,10 +213,7 @@ int mla_sm_count() {
 
 float* mla_partials(const MlaLaunch& m, int S, int64_t H) {
   float* part = nullptr;
-  if (S > 1)
-    check(cudaMallocAsync(reinterpret_cast<void**>(&part), size_t(m.T * S * H * (2 + m.R)) * sizeof(float),
-                          cudaStreamPerThread),
-          "mla split: workspace");
+  if (S > 1) part = static_cast<float*>(alloc_device(m.T * S * H * (2 + m.R) * int64_t(sizeof(float))));
   return part;
 }
 
@@ -225,7 +223,7 @@ void mla_merge_partials(float* part, const MlaLaunch& m, int S, int64_t H, float
   mla_merge_kernel<<<dim3(unsigned(m.T), unsigned(H), col_blocks), kMergeThreads>>>(part, S, int(H), int(m.R),
                                                                                     ctx, ctx_stride);
   check_launch("mla merge kernel");
-  check(cudaFreeAsync(part, cudaStreamPerThread), "mla split: workspace free");
+  free_device(part);
 }
 
 bool launch_mla_attention_split(const MlaLaunch& m, int64_t H, const float* q_hat, int64_t q_hat_stride,

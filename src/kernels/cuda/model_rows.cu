@@ -6,6 +6,7 @@
 #include "kernels/cuda/act_io.cuh"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/expert_act.cuh"
+#include "kernels/cuda/memory.h"
 #include "kernels/cuda/model_ops_launch.h"
 #include "kernels/cuda/mxfp4.cuh"
 #include "kernels/uniform_hash.h"
@@ -181,20 +182,14 @@ void launch_argmax_rows(const float* x, int64_t stride, int64_t rows, int64_t co
   if (rows == 0) return;
   // Long rows (the vocabulary) over several CTAs per row, then one merge per row.
   const int parts = int(cols >= 256 * 64 ? kArgmaxParts : 1);
-  float* part_v = nullptr;
-  int64_t* part_i = nullptr;
-  check(cudaMallocAsync(reinterpret_cast<void**>(&part_v), size_t(rows * parts) * sizeof(float),
-                        cudaStreamPerThread),
-        "argmax: workspace");
-  check(cudaMallocAsync(reinterpret_cast<void**>(&part_i), size_t(rows * parts) * sizeof(int64_t),
-                        cudaStreamPerThread),
-        "argmax: workspace");
+  auto* part_v = static_cast<float*>(alloc_device(rows * parts * int64_t(sizeof(float))));
+  auto* part_i = static_cast<int64_t*>(alloc_device(rows * parts * int64_t(sizeof(int64_t))));
   argmax_part_kernel<<<dim3(unsigned(rows), unsigned(parts)), 256>>>(x, stride, cols, part_v, part_i);
   check_launch("argmax kernel");
   argmax_merge_kernel<<<unsigned(rows), 256>>>(part_v, part_i, parts, out);
   check_launch("argmax merge kernel");
-  check(cudaFreeAsync(part_v, cudaStreamPerThread), "argmax: workspace free");
-  check(cudaFreeAsync(part_i, cudaStreamPerThread), "argmax: workspace free");
+  free_device(part_v);
+  free_device(part_i);
 }
 
 void launch_cast_rows(const void* x, bool x_bf16, int64_t xs, void* y, bool y_bf16, int64_t ys, int64_t rows,
