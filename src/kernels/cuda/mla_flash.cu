@@ -1,13 +1,15 @@
 // Flash-style MLA prefill in the expanded form (kernels/mla_prefill.h mla_attention_expanded): per
-// (block of kBM query rows, head) one CTA walks the key blocks its rows can see. Scores: for head
-// widths dn + dr that are multiples of 64 (Kimi, K3: 192) each warpgroup of 64 rows issues wgmma
-// m64n64k16 with [q_nope ; q_pe] and the key block [k_nope ; k_pe] both in 128-byte-swizzled shared
-// memory (the queries converted to bf16 once per CTA); otherwise each warp keeps its 16 rows' queries
-// as bf16 A fragments and uses mma.sync against the key block through ldmatrix. Then per warp: the
-// running row max and sum (base-2 exponents), the probabilities as A fragments in registers (the C
-// fragments of two neighbouring n8 tiles are one A fragment: the wgmma accumulators of a warp's 16
-// rows have the same layout) and P · V by mma.sync with V through ldmatrix.trans; nothing of the scores
-// reaches memory. Query blocks are issued longest first (causal: later rows see more keys).
+// (block of kBM query rows, head) one CTA walks the key blocks its rows can see. For head widths
+// dn + dr that are multiples of 64 and dv = 128 (Kimi, K3: 192 and 128) everything runs on wgmma: each
+// warpgroup of 64 rows computes its scores with m64n64k16 from [q_nope ; q_pe] and the key block
+// [k_nope ; k_pe] in 128-byte-swizzled shared memory (the queries converted to bf16 once per CTA),
+// and P · V with m64n128k16, the probabilities as register A fragments (the C fragments of two
+// neighbouring n8 tiles are one A fragment) and the value block as an N-major swizzled B operand; P · V
+// stays in flight until the next block's scores are waited for (three key/value stages). Other widths:
+// each warp keeps its 16 rows' queries as bf16 A fragments and uses mma.sync against the key block
+// through ldmatrix and against V through ldmatrix.trans. Per warp in both: the running row max and sum
+// (base-2 exponents) and the probabilities in registers; nothing of the scores reaches memory. Query
+// blocks are issued longest first (causal: later rows see more keys).
 #include <cuda_bf16.h>
 
 #include "kernels/cuda/cuda_check.h"
@@ -23,16 +25,22 @@ constexpr int kBM = 128, kBN = 64, kWarps = kBM / 16, kThreads = 32 * kWarps;
 template <int DN, int DR, int DV>
 struct FlashShape {
   static constexpr int DK = DN + DR;
-  static constexpr bool kWg = DK % 64 == 0;  // scores on wgmma
-  // mma.sync scores: shared rows padded by 16 bytes (the 8 rows of an ldmatrix land in distinct
-  // banks). wgmma scores: keys in DK / 64 swizzled atoms of kBN rows × 128 bytes.
+  static constexpr bool kWg = DK % 64 == 0 && DV == 128;  // scores and P · V on wgmma
+  // mma.sync: shared rows padded by 16 bytes (the 8 rows of an ldmatrix land in distinct banks).
+  // wgmma: keys in DK / 64 swizzled atoms of kBN rows × 128 bytes (K-major B of the scores), values
+  // in DV / 64 such atoms (N-major B of P · V).
   static constexpr int kLdk = DK + 8, kLdv = DV + 8;
-  static constexpr int kKBytes = kWg ? kBN * DK * 2 : kBN * kLdk * 2, kVBytes = kBN * kLdv * 2;
+  static constexpr int kKBytes = kWg ? kBN * DK * 2 : kBN * kLdk * 2,
+                       kVBytes = kWg ? kBN * DV * 2 : kBN * kLdv * 2;
   static constexpr int kQBytes = kWg ? kBM * DK * 2 : 0;  // queries: DK / 64 atoms of kBM rows
-  static constexpr size_t kSmemBytes = size_t(kQBytes) + 2 * size_t(kKBytes + kVBytes) + (kWg ? 1024 : 0);
+  // wgmma: three stages, so that the next block's copy never lands on the stage the previous block's
+  // P · V may still be reading.
+  static constexpr int kStages = kWg ? 3 : 2;
+  static constexpr size_t kSmemBytes =
+      size_t(kQBytes) + kStages * size_t(kKBytes + kVBytes) + (kWg ? 1024 : 0);
   static_assert(DN % 8 == 0 && DR % 8 == 0 && DK % 16 == 0 && DV % 16 == 0, "head widths");
   static_assert(kBN * (DK / 8) % kThreads == 0 && kBN * (DV / 8) % kThreads == 0, "copy chunks");
-  static_assert(kKBytes % 1024 == 0 && kVBytes % 16 == 0, "stage alignment");
+  static_assert(kKBytes % 1024 == 0 && kVBytes % (kWg ? 1024 : 16) == 0, "stage alignment");
 };
 
 template <int DN, int DR, int DV>
@@ -40,14 +48,15 @@ __global__ void __launch_bounds__(kThreads, 1) mla_flash_kernel(const MlaFlashLa
   using S = FlashShape<DN, DR, DV>;
   constexpr int DK = S::DK, kLdk = S::kLdk, kLdv = S::kLdv;
   constexpr bool kWg = S::kWg;
+  constexpr int kStages = S::kStages;
   constexpr int kKChunks = kBN * (DK / 8) / kThreads, kVChunks = kBN * (DV / 8) / kThreads;
-  // Shared memory: [queries (wgmma)] [2 key stages] [2 value stages], 1024-byte aligned for wgmma.
+  // Shared memory: [queries (wgmma)] [key stages] [value stages], 1024-byte aligned for wgmma.
   extern __shared__ __align__(16) uint8_t smem_raw[];
   const uint32_t raw = smem_addr(smem_raw), base = kWg ? (raw + 1023u) & ~1023u : raw;
   uint8_t* const sm = smem_raw + (base - raw);
   uint8_t* const Qs = sm;
   uint8_t* const Ks = sm + S::kQBytes;
-  uint8_t* const Vs = Ks + 2 * S::kKBytes;
+  uint8_t* const Vs = Ks + kStages * S::kKBytes;
 
   const int qb = int(gridDim.x) - 1 - int(blockIdx.x), h = int(blockIdx.y);
   const int64_t q0 = int64_t(qb) * kBM, T = l.T;
@@ -110,16 +119,24 @@ __global__ void __launch_bounds__(kThreads, 1) mla_flash_kernel(const MlaFlashLa
     }
 #pragma unroll
     for (int i = 0; i < kVChunks; ++i) {
-      const int c = tid + kThreads * i, r = c / (DV / 8), col = (c % (DV / 8)) * 8;
+      const int c = tid + kThreads * i, r = c / (DV / 8), q = c % (DV / 8), col = q * 8;
       const int64_t key = key0 + r;
       const bool ok = key < kend;
-      cp_async16(vs + (r * kLdv + col) * 2, ok ? l.kv + key * l.kv_stride + kv_head + DN + col : l.kv, ok);
+      const int dst =
+          kWg ? (q / 8) * (kBN * 128) + r * 128 + (((q % 8) ^ (r & 7)) << 4) : (r * kLdv + col) * 2;
+      cp_async16(vs + dst, ok ? l.kv + key * l.kv_stride + kv_head + DN + col : l.kv, ok);
     }
   };
 
-  float o[DV / 8][4];
+  // o[4 j + c]: the C fragment of value columns 8 j .. of this warp's 16 rows (the wgmma accumulator
+  // of m64n128 has the same layout per warp).
+  float o[DV / 2];
 #pragma unroll
-  for (int j = 0; j < DV / 8; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
+  for (int i = 0; i < DV / 2; ++i) o[i] = 0.0f;
+  // wgmma P · V: the probabilities' A fragments stay untouched until the products completed (the
+  // wait at the next block's scores), so they live across the loop's head.
+  uint32_t pa[kBN / 16][4];
+
   float m[2] = {-1e30f, -1e30f}, lsum[2] = {0.0f, 0.0f};
   const float k2 = l.scale * 1.4426950408889634f;
   const int64_t pos_first = l.p0 + q0 + warp * 16;  // position of this warp's first row
@@ -131,19 +148,24 @@ __global__ void __launch_bounds__(kThreads, 1) mla_flash_kernel(const MlaFlashLa
 
   load_kv(0, 0);
   cp_async_commit();
-  for (int kb = 0; kb < nkb; ++kb) {
+  int kb = 0;
+  do {  // nkb >= 1 (a block's first row sees key 0); no zero-trip path between a P · V and its wait
     cp_async_wait<0>();
     if constexpr (kWg) fence_proxy_async_shared();
     __syncthreads();  // block kb landed for every thread; every warp is done with block kb - 1
-    if (kb + 1 < nkb) load_kv((kb + 1) & 1, kb + 1);
+    if (kb + 1 < nkb) load_kv((kb + 1) % kStages, kb + 1);
     cp_async_commit();
-    const uint8_t* ks = Ks + (kb & 1) * S::kKBytes;
-    const __nv_bfloat16* vs = reinterpret_cast<const __nv_bfloat16*>(Vs + (kb & 1) * S::kVBytes);
+    const uint8_t* ks = Ks + (kb % kStages) * S::kKBytes;
+    const __nv_bfloat16* vs = reinterpret_cast<const __nv_bfloat16*>(Vs + (kb % kStages) * S::kVBytes);
 
-    // s[4 j + c]: the C fragment of n8 tile j (keys key0 + 8 j ..) of this warp's 16 rows.
+    // s[4 j + c]: the C fragment of n8 tile j (keys key0 + 8 j ..) of this warp's 16 rows. wgmma: the
+    // first k16 slice overwrites s (no instruction may write a wgmma accumulator while the previous
+    // block's P · V is pending, else ptxas serialises every wgmma: C7515).
     float s[kBN / 2];
+    if constexpr (!kWg) {
 #pragma unroll
-    for (int i = 0; i < kBN / 2; ++i) s[i] = 0.0f;
+      for (int i = 0; i < kBN / 2; ++i) s[i] = 0.0f;
+    }
     if constexpr (kWg) {
       const uint32_t qa = smem_addr(Qs) + wg * 64 * 128, ka = smem_addr(ks);
 #pragma unroll
@@ -153,12 +175,18 @@ __global__ void __launch_bounds__(kThreads, 1) mla_flash_kernel(const MlaFlashLa
       for (int kk = 0; kk < DK / 16; ++kk) {  // atom kk / 4, k16 slice kk % 4 (32 bytes each)
         const uint32_t sl = (kk % 4) * 32;
         wgmma_m64n64k16_bf16(s, wgmma_desc_sw128(qa + (kk / 4) * kBM * 128 + sl),
-                             wgmma_desc_sw128(ka + (kk / 4) * kBN * 128 + sl), true);
+                             wgmma_desc_sw128(ka + (kk / 4) * kBN * 128 + sl), kk > 0);
       }
       wgmma_commit();
-      wgmma_wait<0>();
+      wgmma_wait<0>();  // also the previous block's P · V
 #pragma unroll
       for (int i = 0; i < kBN / 2; ++i) wgmma_fence_operand(s[i]);
+#pragma unroll
+      for (int i = 0; i < DV / 2; ++i) wgmma_fence_operand(o[i]);
+#pragma unroll
+      for (int kj = 0; kj < kBN / 16; ++kj)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) asm volatile("" : "+r"(pa[kj][c])::"memory");
     } else {
       const __nv_bfloat16* kh = reinterpret_cast<const __nv_bfloat16*>(ks);
 #pragma unroll
@@ -201,22 +229,41 @@ __global__ void __launch_bounds__(kThreads, 1) mla_flash_kernel(const MlaFlashLa
         }
       lsum[hf] = lsum[hf] * alpha + sum;
 #pragma unroll
-      for (int j = 0; j < DV / 8; ++j) o[j][2 * hf] *= alpha, o[j][2 * hf + 1] *= alpha;
+      for (int j = 0; j < DV / 8; ++j) o[4 * j + 2 * hf] *= alpha, o[4 * j + 2 * hf + 1] *= alpha;
     }
-    // o += P · V over the block's keys, P from the score registers.
+    // o += P · V over the block's keys, P from the score registers (the C fragments of n8 tiles 2 kj
+    // and 2 kj + 1 are the A fragment of k16 slice kj).
 #pragma unroll
     for (int kj = 0; kj < kBN / 16; ++kj) {
       const float* s0 = s + 8 * kj;
-      const uint32_t a[4] = {pack_bf16(s0[0], s0[1]), pack_bf16(s0[2], s0[3]), pack_bf16(s0[4], s0[5]),
-                             pack_bf16(s0[6], s0[7])};
-#pragma unroll
-      for (int np = 0; np < DV / 16; ++np) {
-        uint32_t r[4];
-        ldmatrix_x4_trans(r, vs + (kj * 16 + v_k) * kLdv + np * 16 + v_n);
-        mma_16816(o[2 * np], a, r[0], r[1]);
-        mma_16816(o[2 * np + 1], a, r[2], r[3]);
-      }
+      pa[kj][0] = pack_bf16(s0[0], s0[1]), pa[kj][1] = pack_bf16(s0[2], s0[3]);
+      pa[kj][2] = pack_bf16(s0[4], s0[5]), pa[kj][3] = pack_bf16(s0[6], s0[7]);
     }
+    if constexpr (kWg) {  // left in flight: waited for at the next block's scores or after the loop
+      const uint32_t va = smem_addr(vs);
+#pragma unroll
+      for (int i = 0; i < DV / 2; ++i) wgmma_fence_operand(o[i]);
+      wgmma_fence();
+#pragma unroll
+      for (int kj = 0; kj < kBN / 16; ++kj)
+        wgmma_m64n128k16_bf16_rs(o, pa[kj], wgmma_desc_sw128_mn(va + kj * 16 * 128, kBN * 128));
+      wgmma_commit();
+    } else {
+#pragma unroll
+      for (int kj = 0; kj < kBN / 16; ++kj)
+#pragma unroll
+        for (int np = 0; np < DV / 16; ++np) {
+          uint32_t r[4];
+          ldmatrix_x4_trans(r, vs + (kj * 16 + v_k) * kLdv + np * 16 + v_n);
+          mma_16816(*reinterpret_cast<float(*)[4]>(o + 8 * np), pa[kj], r[0], r[1]);
+          mma_16816(*reinterpret_cast<float(*)[4]>(o + 8 * np + 4), pa[kj], r[2], r[3]);
+        }
+    }
+  } while (++kb < nkb);
+  if constexpr (kWg) {
+    wgmma_wait<0>();
+#pragma unroll
+    for (int i = 0; i < DV / 2; ++i) wgmma_fence_operand(o[i]);
   }
   cp_async_wait<0>();
 
@@ -232,7 +279,7 @@ __global__ void __launch_bounds__(kThreads, 1) mla_flash_kernel(const MlaFlashLa
 #pragma unroll
     for (int j = 0; j < DV / 8; ++j)
       *reinterpret_cast<float2*>(out + j * 8 + 2 * t) =
-          make_float2(o[j][2 * hf] * inv, o[j][2 * hf + 1] * inv);
+          make_float2(o[4 * j + 2 * hf] * inv, o[4 * j + 2 * hf + 1] * inv);
   }
 }
 

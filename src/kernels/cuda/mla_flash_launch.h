@@ -22,8 +22,9 @@ struct MlaFlashLaunch {
   float scale;
 };
 // One CTA per (block of 128 query rows, head), 8 warps of 16 rows; key blocks of 64 through shared
-// memory (cp.async, two stages); bf16 mma.sync with the scores, the online softmax and the
-// probabilities in registers. Head widths (dn, dr, dv) of mla_expanded_supported.
+// memory (cp.async; three stages for wgmma, two for mma.sync); bf16 tensor-core products (wgmma for
+// dn + dr = 192, dv = 128) with the scores, the online softmax and the probabilities in registers.
+// Head widths (dn, dr, dv) of mla_expanded_supported.
 void launch_mla_flash(const MlaFlashLaunch& l);
 
 }  // namespace ds::cuda

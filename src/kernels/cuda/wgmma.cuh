@@ -1,7 +1,7 @@
 // Internal to src/kernels/cuda: Hopper warpgroup MMA (wgmma, sm_90a) helpers: shared-memory matrix
 // descriptors for K-major bf16 tiles in the 128-byte swizzle, the fence / commit / wait of a
 // warpgroup's asynchronous products, and m64n256k16 (bf16 × bf16 -> f32) with both operands in shared
-// memory, and m64n64k16 likewise.
+// memory, m64n64k16 likewise, and m64n128k16 with A from registers and an N-major B.
 //
 // Tile layout (the 128-byte swizzle): a tile of rows of 64 bf16 (128 bytes) stored row after row, the
 // 16-byte chunk j of row r at byte r·128 + ((j ^ (r % 8)) · 16), the tile 1024-byte aligned. Its
@@ -19,8 +19,22 @@
 
 namespace ds::cuda {
 
+// Eight accumulator operands d[i] .. d[i + 7] of an inline wgmma ("+f": read and written).
+#define DS_WGMMA_D8(i)                                                                        \
+  "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), \
+      "+f"(d[i + 6]), "+f"(d[i + 7])
+
 __device__ __forceinline__ uint64_t wgmma_desc_sw128(uint32_t smem_byte_addr) {
   return uint64_t((smem_byte_addr & 0x3ffffu) >> 4) | (uint64_t(16 >> 4) << 16) |
+         (uint64_t(1024 >> 4) << 32) | (uint64_t(1) << 62);
+}
+
+// An N-major (MN-major) B operand in the 128-byte swizzle: atoms of 64 n (128 bytes) × the k rows, k row
+// r of an atom at byte r·128 with its 16-byte chunks swizzled as above; stride byte offset 1024 (from
+// one group of 8 k rows to the next), leading byte offset = the distance from one 64-wide n atom to the
+// next (bits 16-29). Used with imm-trans-b = 1.
+__device__ __forceinline__ uint64_t wgmma_desc_sw128_mn(uint32_t smem_byte_addr, uint32_t n_atom_bytes) {
+  return uint64_t((smem_byte_addr & 0x3ffffu) >> 4) | (uint64_t((n_atom_bytes & 0x3ffffu) >> 4) << 16) |
          (uint64_t(1024 >> 4) << 32) | (uint64_t(1) << 62);
 }
 
@@ -62,24 +76,9 @@ __device__ __forceinline__ void wgmma_m64n256k16_bf16(float (&d)[128], uint64_t 
       "%119, %120, %121, %122, %123, %124, %125, %126, %127}, "
       "%128, %129, p, 1, 1, 0, 0;\n"
       "}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]),
-        "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
-        "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]),
-        "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]),
-        "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]),
-        "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]),
-        "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]),
-        "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
-        "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]),
-        "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]),
-        "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]),
-        "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]),
-        "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]),
-        "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]),
-        "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]),
-        "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+      : DS_WGMMA_D8(0), DS_WGMMA_D8(8), DS_WGMMA_D8(16), DS_WGMMA_D8(24), DS_WGMMA_D8(32), DS_WGMMA_D8(40),
+        DS_WGMMA_D8(48), DS_WGMMA_D8(56), DS_WGMMA_D8(64), DS_WGMMA_D8(72), DS_WGMMA_D8(80), DS_WGMMA_D8(88),
+        DS_WGMMA_D8(96), DS_WGMMA_D8(104), DS_WGMMA_D8(112), DS_WGMMA_D8(120)
       : "l"(a_desc), "l"(b_desc), "r"(int(accumulate)));
 }
 
@@ -95,12 +94,29 @@ __device__ __forceinline__ void wgmma_m64n64k16_bf16(float (&d)[32], uint64_t a_
       "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
       "%32, %33, p, 1, 1, 0, 0;\n"
       "}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]),
-        "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
-        "+f"(d[30]), "+f"(d[31])
+      : DS_WGMMA_D8(0), DS_WGMMA_D8(8), DS_WGMMA_D8(16), DS_WGMMA_D8(24)
       : "l"(a_desc), "l"(b_desc), "r"(int(accumulate)));
+}
+
+// d += A · B over a 64×128×16 slice: A (64 rows × 16 k) from registers, the mma.sync m16n8k16 A
+// fragment of each warp's 16 rows (warp w of the group: rows 16w ..); B (16 k × 128 n) N-major in
+// shared memory by descriptor (wgmma_desc_sw128_mn).
+__device__ __forceinline__ void wgmma_m64n128k16_bf16_rs(float (&d)[64], const uint32_t (&a)[4],
+                                                         uint64_t b_desc) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.eq.u32 p, 1, 1;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, "
+      "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, "
+      "%42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, "
+      "%62, %63}, "
+      "{%64, %65, %66, %67}, %68, p, 1, 1, 1;\n"
+      "}\n"
+      : DS_WGMMA_D8(0), DS_WGMMA_D8(8), DS_WGMMA_D8(16), DS_WGMMA_D8(24), DS_WGMMA_D8(32), DS_WGMMA_D8(40),
+        DS_WGMMA_D8(48), DS_WGMMA_D8(56)
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc));
 }
 
 }  // namespace ds::cuda
