@@ -198,9 +198,11 @@ def run_settings_sweep(ours, settings, cases, reps, results, flush):
 
 
 def run_prefill(ours, chunk_kda, cases, copy_bw, mm_rate, reps, results, flush, with_fla=True, base=None,
-                fla_at=None):
+                fla_at=None, rounds=1):
     """fla_at: if given, the set of (H, T) at which fla runs (each new shape costs its autotuning);
-    base: a second deltaserve library timed on the same inputs (its time and ours / base)."""
+    base: a second deltaserve library timed on the same inputs (its time and ours / base);
+    rounds: fla, ours and base each timed (median of reps) in turn this many times; the reported times
+    are the medians over rounds, and the rounds' own times are kept in the json."""
     print('\n== prefill: deltaserve kda_prefill vs fla chunk_kda (bf16, B=1 packed) ==')
     hdr = f"{'gate':9} {'H':>3} {'T':>6} {'seqs':>4} {'fla ms':>8} {'ours ms':>8} {'ratio':>6} " \
           f"{'HBM floor ms':>12} {'% HBM':>6} {'TC floor ms':>11} {'% TC':>5} {'rel o':>8} {'rel S':>8}"
@@ -230,21 +232,27 @@ def run_prefill(ours, chunk_kda, cases, copy_bw, mm_rate, reps, results, flush, 
             torch.cuda.synchronize()
             err_o = rel(o.view(1, T, H, D), o_ref) if with_fla else float('nan')
             err_s = rel(pool, s_ref) if with_fla else float('nan')
-            t_fla = median_ms(lambda: fla_prefill(chunk_kda, q, k, v, g, b, a_log, dt_bias, lb, fcu), reps,
-                              flush=flush)[0] if with_fla else float('nan')
-            t_ours, _ = median_ms(lambda: ours.prefill(*args), reps, flush=flush)
-            t_base, err_base = float('nan'), float('nan')
+            err_base = float('nan')
             if base is not None:
                 o_new = o.clone()
                 base.prefill(*args)
                 torch.cuda.synchronize()
                 err_base = rel(o_new, o)
-                t_base, _ = median_ms(lambda: base.prefill(*args), reps, flush=flush)
+            per_round = dict(fla=[], ours=[], base=[])
+            for _ in range(rounds):
+                if with_fla:
+                    per_round['fla'].append(median_ms(
+                        lambda: fla_prefill(chunk_kda, q, k, v, g, b, a_log, dt_bias, lb, fcu), reps, flush=flush)[0])
+                per_round['ours'].append(median_ms(lambda: ours.prefill(*args), reps, flush=flush)[0])
+                if base is not None:
+                    per_round['base'].append(median_ms(lambda: base.prefill(*args), reps, flush=flush)[0])
+            med = {k_: statistics.median(v_) if v_ else float('nan') for k_, v_ in per_round.items()}
+            t_fla, t_ours, t_base = med['fla'], med['ours'], med['base']
         hbm_floor = T * H * HBM_BYTES_PER_TOKEN_HEAD / copy_bw * 1e3
         tc_floor = sum(math.ceil(n / 16) for n in lens) * H * FLOPS_PER_CHUNK_HEAD / mm_rate * 1e3
         row = dict(gate=gate, H=H, T=T, seqs=N, fla_ms=t_fla, ours_ms=t_ours, ratio=t_fla / t_ours,
                    hbm_floor_ms=hbm_floor, tc_floor_ms=tc_floor, rel_o_vs_fla=err_o, rel_state_vs_fla=err_s,
-                   base_ms=t_base, rel_o_vs_base=err_base)
+                   base_ms=t_base, rel_o_vs_base=err_base, rounds_ms=per_round)
         results['prefill'].append(row)
         dump(results)
         line = f"{gate:9} {H:>3} {T:>6} {N:>4} {t_fla:8.3f} {t_ours:8.3f} {t_fla / t_ours:6.2f} {hbm_floor:12.3f} " \
@@ -252,6 +260,9 @@ def run_prefill(ours, chunk_kda, cases, copy_bw, mm_rate, reps, results, flush, 
                f"{err_s:8.1e}"
         if base is not None:
             line += f" {t_base:8.3f} {t_base / t_ours:9.2f} {err_base:10.1e}"
+        if rounds > 1 and with_fla:
+            line += f"  fla rounds {min(per_round['fla']):.3f}-{max(per_round['fla']):.3f}" \
+                    f" ours {min(per_round['ours']):.3f}-{max(per_round['ours']):.3f}"
         print(line, flush=True)
         del q, k, v, g, b, o, pool, o_ref, s_ref
         torch.cuda.empty_cache()
@@ -469,6 +480,8 @@ def main():
                          'stages (recurrence pipeline depth), envsweep (--env-sweep settings)')
     ap.add_argument('--out', default='')
     ap.add_argument('--reps', type=int, default=10)
+    ap.add_argument('--prefill-rounds', type=int, default=1,
+                    help='prefill: time fla, deltaserve (and --lib-base) in turn this many times; medians over rounds')
     ap.add_argument('--gates', default='safe,softplus')
     ap.add_argument('--ours-only', action='store_true', help='prefill: time deltaserve only')
     ap.add_argument('--shapes', default='grid,varlen', help='prefill shapes: grid (H x T), varlen (16 sequences)')
@@ -516,7 +529,7 @@ def main():
         base = Ours(load_lib(a.lib_base)) if a.lib_base else None
         fla_at = {tuple(int(x) for x in s.split(':')) for s in a.fla_at.split(',')} if a.fla_at else None
         run_prefill(ours, chunk_kda, cases, copy_bw, mm, a.reps, results, flush, with_fla=not a.ours_only,
-                    base=base, fla_at=fla_at)
+                    base=base, fla_at=fla_at, rounds=a.prefill_rounds)
     if 'decode' in parts:
         batches = [1, 64, 256] if a.quick else [1, 8, 32, 64, 128, 256]
         if a.decode_batches:

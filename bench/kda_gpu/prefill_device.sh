@@ -14,7 +14,8 @@
 #   flawarm   fla's Triton kernels compiled for every (gate, H) and varlen set of the table, in
 #             parallel processes (gates of GATES); their autotuning choices then dropped
 #   table     the prefill table side by side with fla: both gates, H 32/64/96 × T 8k/32k/64k and the
-#             16-sequence varlen batch ($TABLE_GATES, default safe,softplus; $LIB_BASE timed beside)
+#             16-sequence varlen batch ($TABLE_GATES, default safe,softplus; $LIB_BASE timed beside; fla,
+#             ours and base timed in turn $ROUNDS times, medians over the rounds)
 #   ncu       Nsight Compute on kernel $NCU_KERNEL (default kda_prep), one call per gate of $NCU_GATES,
 #             H = $NCU_H, T = $NCU_T (prof_prefill.py): details page and per-SASS-instruction counts
 # Logs (at most 8 files) under $OUT. fla's Triton kernels compile and autotune on first use; a cache from an
@@ -98,7 +99,8 @@ step_flawarm() {  # one process per (gate, H) and per gate's varlen batch, in pa
 }
 step_table() {
   timeout "${TABLE_S:-420}" "${B[@]}" --parts prefill --gates "${TABLE_GATES:-safe,softplus}" --shapes grid,varlen \
-    --reps "${REPS:-7}" ${LIB_BASE:+--lib-base "$LIB_BASE"} --out "$OUT/prefill.json" 2>&1 | tee "$OUT/prefill.log"
+    --reps "${REPS:-7}" --prefill-rounds "${ROUNDS:-1}" ${LIB_BASE:+--lib-base "$LIB_BASE"} --out "$OUT/prefill.json" 2>&1 |
+    tee "$OUT/prefill.log"
   echo "table rc=$? ($((SECONDS - t0)) s)"
 }
 step_ncu() {  # one process, one launch per gate (one segment); the SASS page as CSV (stall samples, executed instructions)

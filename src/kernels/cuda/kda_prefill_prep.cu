@@ -387,9 +387,11 @@ void launch_kda_prep(const KdaPrefillLaunch& a, const int2* chunk_rows, uint8_t*
     cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev);
     return n > 0 ? n : 132;
   }();
-  // Chunks per CTA: env DS_KDA_PREP_CHUNKS (1 to 16), else up to 4 while the grid still has about
-  // 12 CTAs per multiprocessor (two waves of the 5 or 6 that fit).
-  int per_cta = int(std::clamp<int64_t>(count * a.H / (int64_t(sms) * 12), 1, 4));
+  // Chunks per CTA: env DS_KDA_PREP_CHUNKS (1 to 16), else 2 while the grid still has about 12 CTAs
+  // per multiprocessor (two waves of the 5 or 6 that fit), 1 below. On an H200 (docs/perf.md, runs 22
+  // and 23), in whole calls at H = 32 / 64 / 96, 2 per CTA was up to 8 % faster than up to 4 where the
+  // two differ (H >= 64), and within ±3 % at the other shapes.
+  int per_cta = int(std::clamp<int64_t>(count * a.H / (int64_t(sms) * 12), 1, 2));
   if (const char* e = std::getenv("DS_KDA_PREP_CHUNKS")) per_cta = std::clamp(std::atoi(e), 1, 16);
   const dim3 grid{unsigned((count + per_cta - 1) / per_cta), unsigned(a.H)};
   const size_t smem = sizeof(K1Smem<T>);
