@@ -1,6 +1,6 @@
 // KDA chunked prefill on sm_90 (K = V = 128, chunks of 16 tokens), in two kernels:
 //
-// K1 "prep" (kda_prefill_prep.cu), token-parallel (grid: groups of up to 4 chunks × heads, the next
+// K1 "prep" (kda_prefill_prep.cu), token-parallel (grid: groups of up to 2 chunks × heads, the next
 //   chunk's loads in flight while one is computed). Per chunk and head: L2 norm of q and k, the
 //   decay gate and its cumulative sum G (log2 units), β = sigmoid(b), and a record in a workspace:
 //     K̂ = k ⊙ 2^G, Q̂ = scale · q ⊙ 2^G, K̃ = k ⊙ 2^(G_last − G)   (bf16 16×128 each)
