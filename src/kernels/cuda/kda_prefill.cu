@@ -27,7 +27,9 @@
 // caller's stream and the recurrences on a second stream of higher priority, the recurrence of
 // segment s after the prep of s, so that it overlaps the prep of s + 1 (K2 alone fills few SMs).
 // With few pairs the recurrence CTAs also reserve shared memory so that no prep CTA shares their
-// multiprocessors (choose_k2).
+// multiprocessors (choose_k2). Where the recurrence is the longer half (few heads; choose_chain) the
+// call is instead chained: one prep and one recurrence launch side by side, the recurrence waiting on
+// per-window counters that the prep increments ("The chained form" below).
 // Design after FlashKDA's K1/K2 split (MoonshotAI/FlashKDA, docs/20260420-flashkda-v1-deep-dive.md)
 // and the chunkwise WY/UT form of the Kimi Linear report (arXiv 2510.26692, §3 and App. B).
 #include <cuda_bf16.h>
@@ -196,13 +198,21 @@ int k2_stages() {
   return 3;
 }
 
+// Sets the whole-key recurrence's shared-memory limit for p and its carveout preference (the chained
+// form: the largest shared memory, so that prep CTAs fit beside recurrence CTAs; otherwise the
+// driver's choice), and returns its attributes with maxDynamicSharedSizeBytes = what a launch asks
+// for. The first call also loads the kernel (lazy module loading).
 template <class T, int kWarps>
-void launch_k2(const K2Params& p, int pieces, int H, cudaStream_t stream) {
+cudaFuncAttributes prepare_k2(const K2Params& p, bool max_carveout) {
   const size_t smem = std::max(sizeof(K2Stage<T, 16 * kWarps>) * p.stages + p.stages * sizeof(uint64_t),
                                size_t(p.reserve_smem_bytes));
-  check(cudaFuncSetAttribute(kda_recurrence_kernel<T, kWarps>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             int(smem)),
-        "kda_prefill: shared memory limit");
+  return prepare_prefill_kernel(reinterpret_cast<const void*>(kda_recurrence_kernel<T, kWarps>), int(smem),
+                                max_carveout);
+}
+
+template <class T, int kWarps>
+void launch_k2(const K2Params& p, int pieces, int H, cudaStream_t stream) {
+  const size_t smem = size_t(prepare_k2<T, kWarps>(p, p.win_count != nullptr).maxDynamicSharedSizeBytes);
   const dim3 grid{unsigned(pieces), unsigned(H), unsigned(8 / kWarps)};
   kda_recurrence_kernel<T, kWarps><<<grid, kWarps * 32, smem, stream>>>(p);
   check_launch("kda_prefill recurrence kernel");
@@ -245,6 +255,8 @@ struct PhaseTimer {
     if (n == 4)
       std::fprintf(stderr, "kda_prefill timing: setup %.3f ms, prep %.3f ms, recurrence %.3f ms\n", t[0],
                    t[1], t[2]);
+    else if (segments == 0)
+      std::fprintf(stderr, "kda_prefill timing: setup %.3f ms, prep + recurrence chained %.3f ms\n", t[0], t[1]);
     else
       std::fprintf(stderr,
                    "kda_prefill timing: setup %.3f ms, prep + recurrence in %d overlapped segments %.3f ms\n",
@@ -254,11 +266,10 @@ struct PhaseTimer {
 };
 
 template <class T>
-void launch_recurrence(const KdaPrefillLaunch& a, const int* d_blob, const uint8_t* d_records,
-                       const KdaPrefillPlan& plan, int s, const K2Form& form, cudaStream_t stream) {
-  const int first = plan.piece_begin[size_t(s)], pieces = plan.piece_begin[size_t(s) + 1] - first;
-  if (pieces == 0) return;
-  const K2Params p2{d_records,
+K2Params k2_params(const KdaPrefillLaunch& a, const int* d_blob, const uint8_t* d_records,
+                   const KdaPrefillPlan& plan, int s, const K2Form& form, const KdaPrepChain& chain) {
+  const int first = plan.piece_begin[size_t(s)];
+  K2Params p2{d_records,
                     plan.n_chunks,
                     a.v,
                     a.v_stride,
@@ -271,6 +282,17 @@ void launch_recurrence(const KdaPrefillLaunch& a, const int* d_blob, const uint8
                     d_blob + plan.ck_slot_at,
                     k2_stages(),
                     form.reserve_bytes};
+  p2.win_count = chain.win_count, p2.win_shift = chain.win_shift, p2.n_windows = chain.n_windows;
+  return p2;
+}
+
+template <class T>
+void launch_recurrence(const KdaPrefillLaunch& a, const int* d_blob, const uint8_t* d_records,
+                       const KdaPrefillPlan& plan, int s, const K2Form& form, cudaStream_t stream,
+                       const KdaPrepChain& chain = {}) {
+  const int pieces = plan.piece_begin[size_t(s) + 1] - plan.piece_begin[size_t(s)];
+  if (pieces == 0) return;
+  const K2Params p2 = k2_params<T>(a, d_blob, d_records, plan, s, form, chain);
   if (form.split) return launch_k2_split<T>(p2, pieces, a.H, form.warps, stream);
   switch (form.warps) {
     case 8:
@@ -280,6 +302,115 @@ void launch_recurrence(const KdaPrefillLaunch& a, const int* d_blob, const uint8
     default:
       return launch_k2<T, 2>(p2, pieces, a.H, stream);
   }
+}
+
+// ---- The chained form -------------------------------------------------------------------------
+// One prep launch over the whole call and one recurrence launch over whole sequences, running side by
+// side: the recurrence is launched first, on a stream of higher priority, and its CTAs wait for each
+// window of 2^win_shift chunks of their head to be counted complete by the prep (K2Params::win_count),
+// whose CTAs run heads fastest so that windows complete in chunk order. No segment boundaries: the
+// recurrence never refills its pipeline or reloads its state, and the prep fills whatever the
+// recurrence leaves free from the first to the last chunk.
+// Progress: prep CTAs never wait, so the call finishes as long as one prep CTA can always be resident
+// somewhere. The recurrence CTAs spin, so their count R is bounded: if at most k of them fit on a
+// multiprocessor together with one prep CTA (registers, shared memory under the largest carveout,
+// threads, CTA slots: the occupancy arithmetic below), R <= SMs · (k + 1) − 1 leaves, however they are
+// placed, a multiprocessor with room for a prep CTA. Both kernels are loaded (cudaFuncGetAttributes)
+// before the recurrence is launched: under lazy module loading a first launch loads its kernel, and a
+// load can wait for the kernels running on the device — the spinning recurrence (the hangs of
+// docs/perf.md run 23). Both prefer the largest shared-memory carveout, so that prep CTAs fit on the
+// recurrence's multiprocessors (run 23's slowdowns matched a prep confined to the others).
+struct ChainForm {
+  bool on = false;
+  K2Form k2;
+  int win_shift = 4;
+};
+
+// Resident CTAs per multiprocessor, by resource: registers (allocated per warp in units of 256),
+// shared memory (with the driver's reserve per CTA), threads, CTA slots.
+struct SmUse {
+  int64_t regs = 0, smem = 0, threads = 0, ctas = 0;
+};
+SmUse sm_use(const cudaFuncAttributes& f, int threads, const cudaDeviceProp& d) {
+  const int64_t warps = (threads + 31) / 32, per_warp = (int64_t(f.numRegs) * 32 + 255) / 256 * 256;
+  const int64_t smem = int64_t(f.sharedSizeBytes) + f.maxDynamicSharedSizeBytes + int64_t(d.reservedSharedMemPerBlock);
+  return {warps * per_warp, (smem + 1023) / 1024 * 1024, threads, 1};
+}
+
+// The most recurrence CTAs (use r) that fit on one multiprocessor beside one prep CTA (use p).
+int recurrence_ctas_beside_prep(const SmUse& r, const SmUse& p, const cudaDeviceProp& d) {
+  const int64_t cap[4] = {d.regsPerMultiprocessor, int64_t(d.sharedMemPerMultiprocessor),
+                          d.maxThreadsPerMultiProcessor, d.maxBlocksPerMultiProcessor};
+  const int64_t need_r[4] = {r.regs, r.smem, r.threads, r.ctas}, need_p[4] = {p.regs, p.smem, p.threads, p.ctas};
+  int64_t k = 1 << 20;
+  for (int i = 0; i < 4; ++i) {
+    if (need_p[i] > cap[i]) return -1;
+    if (need_r[i] > 0) k = std::min(k, (cap[i] - need_p[i]) / need_r[i]);
+  }
+  return int(k);
+}
+
+const cudaDeviceProp& device_props() {
+  static const cudaDeviceProp props = [] {
+    int dev = 0;
+    cudaGetDevice(&dev);
+    cudaDeviceProp d{};
+    check(cudaGetDeviceProperties(&d, dev), "kda_prefill: device properties");
+    return d;
+  }();
+  return props;
+}
+
+// Env DS_KDA_CHAIN: 0 never chained, 1 chained wherever the progress bound allows; unset (unless
+// DS_KDA_SEGMENTS is set): chained where the recurrence is the longer half of the call — few pairs
+// (four 4-warp CTAs per (sequence, head) fit on the card: H = 32, B = 1), or the safe gate with its
+// 4-warp CTAs (two per pair) below the multiprocessor count (H = 64, B = 1). The recurrence: whole-key
+// CTAs (DS_KDA_K2_WARPS, default 4) asking for 200 KB of shared memory each with few pairs (one per
+// multiprocessor), 100 KB below the multiprocessor count, nothing otherwise (DS_KDA_K2_RESERVE_KB
+// overrides). Measured on an H200 (docs/perf.md run 24), against the segments: H = 32 4–14 % faster
+// (both gates), safe H = 64 6–9 % faster; softplus H = 64 (whose prep, the longer half, loses the CTA
+// slots the recurrence holds) 3–6 % slower in the side-by-side table, and H = 96 (any reservation, 4 or
+// 8 warps) 5–53 % slower, so those keep the segments. Window: 2^DS_KDA_CHAIN_SHIFT chunks (default 16).
+// `plan` is the call's plan for one segment.
+template <class T>
+ChainForm choose_chain(const KdaPrefillLaunch& a, const KdaPrefillPlan& plan) {
+  ChainForm c;
+  const char* env = std::getenv("DS_KDA_CHAIN");
+  const int mode = env ? std::atoi(env) : -1;  // -1: default policy
+  if (mode == 0 || (mode < 0 && std::getenv("DS_KDA_SEGMENTS"))) return c;
+  // (The prep's grid is (H, chunk groups): at most 65535 groups, at least one chunk each.)
+  if (plan.segments() != 1 || plan.n_chunks == 0 || plan.n_chunks > 65535) return c;
+  const int sms = multiprocessors();
+  const int64_t pairs = int64_t(plan.piece_begin[1]) * a.H;
+  c.k2.warps = 4;
+  if (const char* e = std::getenv("DS_KDA_K2_WARPS")) {
+    const int w = std::atoi(e);
+    if (w == 2 || w == 4 || w == 8) c.k2.warps = w;
+  }
+  c.k2.split = false;
+  const int64_t ctas = pairs * (8 / c.k2.warps);
+  if (4 * pairs <= sms)
+    c.k2.reserve_bytes = 200 * 1024;
+  else if (ctas < sms && (a.safe_gate || mode == 1))
+    c.k2.reserve_bytes = 100 * 1024;
+  else if (mode == 1)
+    c.k2.reserve_bytes = 0;
+  else
+    return c;
+  if (const char* e = std::getenv("DS_KDA_K2_RESERVE_KB")) c.k2.reserve_bytes = std::clamp(std::atoi(e), 0, 227) * 1024;
+  if (const char* e = std::getenv("DS_KDA_CHAIN_SHIFT")) c.win_shift = std::clamp(std::atoi(e), 0, 12);
+  // Load both kernels and read what a CTA of each takes.
+  const cudaDeviceProp& d = device_props();
+  const cudaFuncAttributes prep = prepare_kda_prep<T>(a, true);
+  K2Params p{};
+  p.stages = k2_stages(), p.reserve_smem_bytes = c.k2.reserve_bytes;
+  const cudaFuncAttributes rec = c.k2.warps == 8   ? prepare_k2<T, 8>(p, true)
+                                 : c.k2.warps == 4 ? prepare_k2<T, 4>(p, true)
+                                                   : prepare_k2<T, 2>(p, true);
+  const int k = recurrence_ctas_beside_prep(sm_use(rec, 32 * c.k2.warps, d), sm_use(prep, 128, d), d);
+  if (k < 0 || ctas > int64_t(sms) * (k + 1) - 1) return c;
+  c.on = true;
+  return c;
 }
 
 template <class T>
@@ -292,10 +423,17 @@ void run_prefill(const KdaPrefillLaunch& a, cudaStream_t stream) {
   keep_pool_memory();
   PhaseTimer timer;
   timer.mark(stream);
-  const KdaPrefillPlan plan = plan_kda_prefill(a, prefill_segments(a));
+  KdaPrefillPlan plan = plan_kda_prefill(a, 1);
+  const ChainForm chain = choose_chain<T>(a, plan);
+  if (!chain.on) {
+    const int segments = prefill_segments(a);
+    if (segments > 1) plan = plan_kda_prefill(a, segments);
+  }
   const int S = plan.segments();
   int* d_blob = nullptr;
   uint8_t* d_records = nullptr;
+  int* d_counts = nullptr;
+  KdaPrepChain counts;
   check(cudaMallocAsync(reinterpret_cast<void**>(&d_blob), plan.blob.size() * sizeof(int) + 16, stream),
         "kda_prefill: metadata allocation");
   check(cudaMemcpyAsync(d_blob, plan.blob.data(), plan.blob.size() * sizeof(int), cudaMemcpyHostToDevice,
@@ -305,20 +443,30 @@ void run_prefill(const KdaPrefillLaunch& a, cudaStream_t stream) {
     check(cudaMallocAsync(reinterpret_cast<void**>(&d_records), size_t(a.H) * plan.n_chunks * kRecordBytes,
                           stream),
           "kda_prefill: workspace allocation");
+  if (chain.on) {
+    counts.win_shift = chain.win_shift;
+    counts.n_windows = (plan.n_chunks + (int64_t(1) << chain.win_shift) - 1) >> chain.win_shift;
+    const size_t bytes = size_t(a.H) * size_t(counts.n_windows) * sizeof(int);
+    check(cudaMallocAsync(reinterpret_cast<void**>(&d_counts), bytes, stream), "kda_prefill: counters");
+    check(cudaMemsetAsync(d_counts, 0, bytes, stream), "kda_prefill: counters");
+    counts.win_count = d_counts;
+  }
   timer.mark(stream);
-  const K2Form form = choose_k2(int64_t(plan.piece_begin[1]) * a.H, S);
-  auto launch_prep = [&](int s, cudaStream_t st) {
+  const K2Form form = chain.on ? chain.k2 : choose_k2(int64_t(plan.piece_begin[1]) * a.H, S);
+  auto launch_prep = [&](int s, cudaStream_t st, const KdaPrepChain& ch) {
     const int64_t c0 = plan.chunk_begin[size_t(s)];
     launch_kda_prep<T>(a, reinterpret_cast<const int2*>(d_blob), d_records, plan.n_chunks, c0,
-                       plan.chunk_begin[size_t(s) + 1] - c0, st);
+                       plan.chunk_begin[size_t(s) + 1] - c0, st, ch);
   };
-  if (S == 1) {
-    launch_prep(0, stream);
+  if (S == 1 && !chain.on) {
+    launch_prep(0, stream, {});
     timer.mark(stream);
     launch_recurrence<T>(a, d_blob, d_records, plan, 0, form, stream);
   } else {
-    // Prep kernels on the caller's stream, recurrences on a second stream of higher priority, each
-    // recurrence after its segment's prep: the recurrence of segment s overlaps the prep of s + 1.
+    // Recurrences on a second stream of higher priority. Segments: prep kernels on the caller's
+    // stream, each recurrence after its segment's prep, so that the recurrence of segment s overlaps
+    // the prep of s + 1. Chained: the recurrence first (its CTAs placed before the prep's), then the
+    // prep, both after the setup above.
     int least = 0, greatest = 0;
     check(cudaDeviceGetStreamPriorityRange(&least, &greatest), "kda_prefill: stream priorities");
     cudaStream_t rec = nullptr;
@@ -326,11 +474,18 @@ void run_prefill(const KdaPrefillLaunch& a, cudaStream_t stream) {
     std::vector<cudaEvent_t> ready(size_t(S) + 1, nullptr);
     for (cudaEvent_t& e : ready)
       check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "kda_prefill: event");
-    for (int s = 0; s < S; ++s) {
-      launch_prep(s, stream);
-      check(cudaEventRecord(ready[size_t(s)], stream), "kda_prefill: event record");
-      check(cudaStreamWaitEvent(rec, ready[size_t(s)]), "kda_prefill: stream wait");
-      launch_recurrence<T>(a, d_blob, d_records, plan, s, form, rec);
+    if (chain.on) {
+      check(cudaEventRecord(ready[0], stream), "kda_prefill: event record");
+      check(cudaStreamWaitEvent(rec, ready[0]), "kda_prefill: stream wait");
+      launch_recurrence<T>(a, d_blob, d_records, plan, 0, form, rec, counts);
+      launch_prep(0, stream, counts);
+    } else {
+      for (int s = 0; s < S; ++s) {
+        launch_prep(s, stream, {});
+        check(cudaEventRecord(ready[size_t(s)], stream), "kda_prefill: event record");
+        check(cudaStreamWaitEvent(rec, ready[size_t(s)]), "kda_prefill: stream wait");
+        launch_recurrence<T>(a, d_blob, d_records, plan, s, form, rec);
+      }
     }
     check(cudaEventRecord(ready[size_t(S)], rec), "kda_prefill: event record");
     check(cudaStreamWaitEvent(stream, ready[size_t(S)]), "kda_prefill: stream wait");
@@ -338,7 +493,8 @@ void run_prefill(const KdaPrefillLaunch& a, cudaStream_t stream) {
     cudaStreamDestroy(rec);  // released once its work is done
   }
   timer.mark(stream);
-  timer.report(S);
+  timer.report(chain.on ? 0 : S);
+  if (d_counts) check(cudaFreeAsync(d_counts, stream), "kda_prefill: counters free");
   if (d_records) check(cudaFreeAsync(d_records, stream), "kda_prefill: workspace free");
   check(cudaFreeAsync(d_blob, stream), "kda_prefill: metadata free");
 }

@@ -32,6 +32,12 @@ struct K1Params {
   uint8_t* records;        // [H][n_chunks][kRecordBytes]
   int64_t n_chunks;
   int64_t chunk0;  // this launch's first chunk
+  // Chained form (KdaPrepChain): heads fastest in launch order (grid (H, groups)), and after its
+  // records are written each CTA adds them to win_count[h * n_windows + chunk >> win_shift].
+  int* win_count;
+  int win_shift;
+  int64_t n_windows;
+  bool heads_first;
 };
 
 // Per-channel f32 rows in shared memory (the gate tile, 2^G_mid, ...): channels 8p .. 8p+3 at words
@@ -188,8 +194,9 @@ template <class T, bool kSafeGate, int kBlocks>
 __global__ void __launch_bounds__(128, kBlocks) kda_prep_kernel(K1Params p, int64_t count, int per_cta) {
   extern __shared__ __align__(16) uint8_t k1_smem_raw[];
   K1Smem<T>& s = *reinterpret_cast<K1Smem<T>*>(k1_smem_raw);
-  const int h = blockIdx.y, j = threadIdx.x, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int64_t first = int64_t(blockIdx.x) * per_cta;
+  const int h = p.heads_first ? blockIdx.x : blockIdx.y, j = threadIdx.x, warp = threadIdx.x / 32,
+            lane = threadIdx.x % 32;
+  const int64_t first = int64_t(p.heads_first ? blockIdx.y : blockIdx.x) * per_cta;
   const int n_mine = int(min(int64_t(per_cta), count - first));
   const float a = expf(p.a_log[h]);
   const float dt = p.dt_bias[int64_t(h) * kD + j];
@@ -371,16 +378,54 @@ __global__ void __launch_bounds__(128, kBlocks) kda_prep_kernel(K1Params p, int6
           make_uint4(packed[0], packed[1], packed[2], packed[3]);
     }
   }
+  if (p.win_count) {
+    // Every thread's record stores made visible at device scope before thread 0's release-add
+    // (the recurrence acquires the count and then bulk-copies the records).
+    __threadfence();
+    __syncthreads();
+    if (j == 0) {
+      int* counts = p.win_count + int64_t(h) * p.n_windows;
+      const int64_t c0 = p.chunk0 + first, c1 = c0 + n_mine;
+      for (int64_t c = c0; c < c1;) {
+        const int64_t w = c >> p.win_shift, end = min(c1, (w + 1) << p.win_shift);
+        asm volatile("red.release.gpu.global.add.s32 [%0], %1;" ::"l"(counts + w), "r"(int(end - c)) : "memory");
+        c = end;
+      }
+    }
+  }
+}
+
+using PrepKernel = void (*)(K1Params, int64_t, int);
+
+// The prep kernel for a's gate and activation type. Register budget, bf16: 5 CTAs per multiprocessor,
+// env DS_KDA_PREP_BLOCKS=6 for 6 (f32: 4). On an H200 (docs/perf.md), in whole calls at T = 32768, the
+// two were within ±5 % per shape (5 faster at safe H = 96 and softplus H = 32, slower at softplus
+// H = 64) and 0.5 % apart over both gates and H = 32 / 64 / 96; 5 is the measured default.
+template <class T>
+PrepKernel prep_kernel(const KdaPrefillLaunch& a) {
+  const char* blocks_env = std::getenv("DS_KDA_PREP_BLOCKS");
+  const bool six = blocks_env != nullptr && std::atoi(blocks_env) == 6;
+  constexpr int kFewer = sizeof(T) == 2 ? 5 : 4, kMost = sizeof(T) == 2 ? 6 : 4;
+  return a.safe_gate ? (six ? kda_prep_kernel<T, true, kMost> : kda_prep_kernel<T, true, kFewer>)
+                     : (six ? kda_prep_kernel<T, false, kMost> : kda_prep_kernel<T, false, kFewer>);
 }
 
 }  // namespace
 
 template <class T>
+cudaFuncAttributes prepare_kda_prep(const KdaPrefillLaunch& a, bool max_carveout) {
+  return prepare_prefill_kernel(reinterpret_cast<const void*>(prep_kernel<T>(a)), int(sizeof(K1Smem<T>)),
+                                max_carveout);
+}
+
+template <class T>
 void launch_kda_prep(const KdaPrefillLaunch& a, const int2* chunk_rows, uint8_t* records, int64_t n_chunks,
-                     int64_t chunk0, int64_t count, cudaStream_t stream) {
+                     int64_t chunk0, int64_t count, cudaStream_t stream, const KdaPrepChain& chain) {
   if (count == 0) return;
-  const K1Params p{a.q,     a.k,       a.f,           a.b,     a.q_stride, a.k_stride, a.f_stride, a.b_stride,
-                   a.a_log, a.dt_bias, a.lower_bound, a.scale, chunk_rows, records,    n_chunks,   chunk0};
+  const K1Params p{a.q,        a.k,         a.f,       a.b,       a.q_stride,     a.k_stride,
+                   a.f_stride, a.b_stride,  a.a_log,   a.dt_bias, a.lower_bound,  a.scale,
+                   chunk_rows, records,     n_chunks,  chunk0,    chain.win_count, chain.win_shift,
+                   chain.n_windows, chain.win_count != nullptr};
   static const int sms = [] {
     int dev = 0, n = 0;
     cudaGetDevice(&dev);
@@ -393,26 +438,20 @@ void launch_kda_prep(const KdaPrefillLaunch& a, const int2* chunk_rows, uint8_t*
   // two differ (H >= 64), and within ±3 % at the other shapes.
   int per_cta = int(std::clamp<int64_t>(count * a.H / (int64_t(sms) * 12), 1, 2));
   if (const char* e = std::getenv("DS_KDA_PREP_CHUNKS")) per_cta = std::clamp(std::atoi(e), 1, 16);
-  const dim3 grid{unsigned((count + per_cta - 1) / per_cta), unsigned(a.H)};
+  const unsigned groups = unsigned((count + per_cta - 1) / per_cta);
+  const dim3 grid = p.heads_first ? dim3{unsigned(a.H), groups} : dim3{groups, unsigned(a.H)};
   const size_t smem = sizeof(K1Smem<T>);
-  // Register budget, bf16: 5 CTAs per multiprocessor, env DS_KDA_PREP_BLOCKS=6 for 6 (f32: 4). On an
-  // H200 (docs/perf.md), in whole calls at T = 32768, the two were within ±5 % per shape (5 faster at
-  // safe H = 96 and softplus H = 32, slower at softplus H = 64) and 0.5 % apart over both gates and
-  // H = 32 / 64 / 96; 5 is the measured default.
-  const char* blocks_env = std::getenv("DS_KDA_PREP_BLOCKS");
-  const bool six = blocks_env != nullptr && std::atoi(blocks_env) == 6;
-  constexpr int kFewer = sizeof(T) == 2 ? 5 : 4, kMost = sizeof(T) == 2 ? 6 : 4;
-  auto prep = a.safe_gate ? (six ? kda_prep_kernel<T, true, kMost> : kda_prep_kernel<T, true, kFewer>)
-                          : (six ? kda_prep_kernel<T, false, kMost> : kda_prep_kernel<T, false, kFewer>);
-  check(cudaFuncSetAttribute(prep, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)),
-        "kda_prefill: prep shared memory limit");
+  const PrepKernel prep = prep_kernel<T>(a);
+  prepare_prefill_kernel(reinterpret_cast<const void*>(prep), int(smem), p.heads_first);
   prep<<<grid, 128, smem, stream>>>(p, count, per_cta);
   check_launch("kda_prefill prep kernel");
 }
 
 template void launch_kda_prep<float>(const KdaPrefillLaunch&, const int2*, uint8_t*, int64_t, int64_t,
-                                     int64_t, cudaStream_t);
+                                     int64_t, cudaStream_t, const KdaPrepChain&);
 template void launch_kda_prep<__nv_bfloat16>(const KdaPrefillLaunch&, const int2*, uint8_t*, int64_t, int64_t,
-                                             int64_t, cudaStream_t);
+                                             int64_t, cudaStream_t, const KdaPrepChain&);
+template cudaFuncAttributes prepare_kda_prep<float>(const KdaPrefillLaunch&, bool);
+template cudaFuncAttributes prepare_kda_prep<__nv_bfloat16>(const KdaPrefillLaunch&, bool);
 
 }  // namespace ds::cuda

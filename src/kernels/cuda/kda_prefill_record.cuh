@@ -8,6 +8,7 @@
 
 #include <cstdint>
 
+#include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/kda_launch.h"
 #include "kernels/cuda/kda_prefill_plan.h"
 
@@ -54,10 +55,38 @@ __device__ __forceinline__ int swz16(int r, int c) {
 
 }  // namespace kda_prefill_detail
 
+// Sets a prefill kernel's dynamic shared-memory limit (smem bytes) and its carveout preference (the
+// largest shared memory, or the driver's choice), loads it (under lazy module loading a kernel is loaded
+// at its first use, and a load can wait for the kernels running on the device) and returns its
+// attributes, with maxDynamicSharedSizeBytes = smem.
+inline cudaFuncAttributes prepare_prefill_kernel(const void* kernel, int smem, bool max_carveout) {
+  check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem),
+        "kda_prefill: shared memory limit");
+  check(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                             max_carveout ? cudaSharedmemCarveoutMaxShared : cudaSharedmemCarveoutDefault),
+        "kda_prefill: carveout");
+  cudaFuncAttributes attr{};
+  check(cudaFuncGetAttributes(&attr, kernel), "kda_prefill: kernel attributes");
+  attr.maxDynamicSharedSizeBytes = smem;
+  return attr;
+}
+
+// The chained form's window counters (kda_prefill.cu): int32 [H][n_windows], zero before the launch;
+// the prep kernel adds each record it has written to its (head, chunk >> win_shift) counter and
+// launches its CTAs heads fastest, so that windows complete in chunk order. win_count null: neither.
+struct KdaPrepChain {
+  int* win_count = nullptr;
+  int win_shift = 0;
+  int64_t n_windows = 0;
+};
+
 // Prep kernel over chunks [chunk0, chunk0 + count) of the call's chunk table (device, {first row,
 // valid rows} per chunk): writes their records into `records` [H][n_chunks][kRecordBytes].
 template <class T>
 void launch_kda_prep(const KdaPrefillLaunch& a, const int2* chunk_rows, uint8_t* records, int64_t n_chunks,
-                     int64_t chunk0, int64_t count, cudaStream_t stream);
+                     int64_t chunk0, int64_t count, cudaStream_t stream, const KdaPrepChain& chain = {});
+// prepare_prefill_kernel for the prep kernel that launch_kda_prep would run for `a`.
+template <class T>
+cudaFuncAttributes prepare_kda_prep(const KdaPrefillLaunch& a, bool max_carveout);
 
 }  // namespace ds::cuda

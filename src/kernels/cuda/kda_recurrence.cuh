@@ -63,7 +63,42 @@ struct K2Params {
   // Host side only: the launch asks for at least this much dynamic shared memory per CTA (unused by
   // the kernel), which caps the recurrence CTAs per multiprocessor and keeps prep CTAs off theirs.
   int reserve_smem_bytes;
+  // Chained form (kda_prefill.cu): the prep kernel runs beside this one and counts the records it has
+  // written per (head, window of 2^win_shift chunks) in win_count[h * n_windows + w]; a record is
+  // copied only once its window is complete. Null: every record is already written.
+  const int* win_count = nullptr;
+  int win_shift = 0;
+  int64_t n_windows = 0;
 };
+
+// Chained form: thread 0 of a recurrence CTA waits (acquire) until every record of chunk `chunk`'s
+// window of head h has been written, then orders its later bulk copies (async proxy) after those
+// writes. A wait that outlasts kChainWaitNs traps, so that a prep kernel that never runs beside the
+// recurrence fails the call instead of hanging it (kda_prefill.cu bounds the recurrence CTAs so that
+// the prep always has room; the trap is the backstop).
+constexpr uint64_t kChainWaitNs = 10'000'000'000ull;
+__device__ __forceinline__ uint64_t global_ns() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+// counts: the head's counters; chunk: index in the call's chunk table (of n_chunks).
+__device__ __forceinline__ void wait_window(const int* counts, int win_shift, int n_chunks, int chunk) {
+  const int w = chunk >> win_shift;
+  const int want = min(1 << win_shift, n_chunks - (w << win_shift));
+  const int* cnt = counts + w;
+  int got;
+  asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(got) : "l"(cnt) : "memory");
+  if (got < want) {
+    const uint64_t t0 = global_ns();
+    do {
+      __nanosleep(64);
+      asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(got) : "l"(cnt) : "memory");
+      if (got < want && global_ns() - t0 > kChainWaitNs) __trap();
+    } while (got < want);
+  }
+  asm volatile("fence.proxy.async.global;" ::: "memory");
+}
 
 // Sᵀ fragment of this thread (kTiles n-tiles over keys k0 ..) -> S[kd][v] at `dst` ([K, V] layout).
 template <int kTiles>
@@ -122,22 +157,30 @@ struct K2Loader {
   const T* vzero;  // a valid address for the zero-filling copies
   int64_t v_step;
   int len, issued = 0;
+  // Chained form (K2Params::win_count non-null): this head's window counters; the next chunk to
+  // issue, as an index into the call's chunk table; the chunks below ready_end, known written.
+  const int* counts;
+  int win_shift, n_chunks, next_chunk, ready_end = 0;
   const T* vsrc[kPer];
   uint32_t vdst[kPer];
   int vrow[kPer];  // -1: no piece
 
   // Piece `meta` of head h, value columns [v0, v0 + Stage::kVCols).
-  __device__ __forceinline__ K2Loader(const K2Params& p, const int* meta, int h, int v0)
-      : rec0(p.records + (int64_t(h) * p.n_chunks + meta[kChunk0]) * kRecordBytes),
+  __device__ __forceinline__ K2Loader(const K2Params& p, const int* meta, int h_, int v0)
+      : rec0(p.records + (int64_t(h_) * p.n_chunks + meta[kChunk0]) * kRecordBytes),
         vzero(static_cast<const T*>(p.v)),
         v_step(int64_t(kC) * p.v_stride),
-        len(meta[kLen]) {
+        len(meta[kLen]),
+        counts(p.win_count ? p.win_count + int64_t(h_) * p.n_windows : nullptr),
+        win_shift(p.win_shift),
+        n_chunks(int(p.n_chunks)),
+        next_chunk(meta[kChunk0]) {
     const int64_t row0 = meta[kRow0];
 #pragma unroll
     for (int j = 0; j < kPer; ++j) {
       const int i = threadIdx.x + j * kThreads, r = i / kPerRow, col = (i % kPerRow) * (16 / int(sizeof(T)));
       vrow[j] = kEven || i < kPieces ? r : -1;
-      vsrc[j] = vzero + (row0 + r) * p.v_stride + int64_t(h) * kD + v0 + col;
+      vsrc[j] = vzero + (row0 + r) * p.v_stride + int64_t(h_) * kD + v0 + col;
       vdst[j] = uint32_t(offsetof(Stage, V)) + uint32_t(r * Stage::kVLd + col) * uint32_t(sizeof(T));
     }
   }
@@ -145,6 +188,11 @@ struct K2Loader {
   // The next chunk into stage s (shared address stage_base, barrier bar).
   __device__ __forceinline__ void issue(uint8_t* rec_dst, uint32_t stage_base, uint64_t* bar) {
     if (threadIdx.x == 0) {
+      if (counts && next_chunk >= ready_end) {
+        wait_window(counts, win_shift, n_chunks, next_chunk);
+        ready_end = ((next_chunk >> win_shift) + 1) << win_shift;
+      }
+      ++next_chunk;
       mbar_arrive_expect_tx(bar, kRecordBytes);
       bulk_copy_to_shared(rec_dst, rec0 + int64_t(issued) * kRecordBytes, kRecordBytes, bar);
     }

@@ -251,7 +251,9 @@ TEST_F(KdaCuda, PrefillSegmentsGiveIdenticalBits) {
 TEST_F(KdaCuda, PrefillPipelineDepthGivesIdenticalBits) {
   for (DType dt_act : {DType::BF16, DType::F32}) {
     const KdaPrefillCase c = KdaPrefillCase::make({300, 1, 77}, 3, 128, -5.0f, dt_act, 44, 64);
-    for (const char* split : {"1", "0"}) {
+    // {chained form (DS_KDA_CHAIN), key split}: the segment form's two recurrences and the chained one
+    for (auto [chain, split] : {std::pair<const char*, const char*>{"0", "1"}, {"0", "0"}, {"1", "0"}}) {
+      setenv("DS_KDA_CHAIN", chain, 1);
       setenv("DS_KDA_K2_SPLIT", split, 1);
       std::vector<uint8_t> o_ref;
       std::vector<float> pool_ref;
@@ -264,8 +266,8 @@ TEST_F(KdaCuda, PrefillPipelineDepthGivesIdenticalBits) {
             o_ref = got_o, pool_ref = got_pool;
             continue;
           }
-          const std::string what =
-              std::string("split ") + split + ", " + warps + " warps, " + stages + " stages";
+          const std::string what = std::string("chain ") + chain + ", split " + split + ", " + warps +
+                                   " warps, " + stages + " stages";
           EXPECT_EQ(got_o, o_ref) << what;
           EXPECT_EQ(std::memcmp(got_pool.data(), pool_ref.data(), pool_ref.size() * sizeof(float)), 0)
               << what;
@@ -276,6 +278,50 @@ TEST_F(KdaCuda, PrefillPipelineDepthGivesIdenticalBits) {
       unsetenv("DS_KDA_K2_STAGES");
     }
     unsetenv("DS_KDA_K2_SPLIT");
+    unsetenv("DS_KDA_CHAIN");
+  }
+}
+
+// The chained form (prep and recurrence side by side, the recurrence waiting on per-window counters,
+// DS_KDA_CHAIN=1) gives the bits of the one-segment form with the same (whole-key) recurrence, for
+// every window size (1 chunk, 4, 16, the whole call), prep CTAs of 3 chunks (straddling windows),
+// every shared-memory reservation (200 / 100 / 0 KB per recurrence CTA), and matches the oracle on
+// awkward lengths, the steep softplus decay, f32 activations and many heads.
+TEST_F(KdaCuda, PrefillChainedGivesOneSegmentBits) {
+  struct Case {
+    KdaPrefillCase c;
+    const char* name;
+  };
+  const Case cases[] = {
+      {KdaPrefillCase::make({37, 1, 64, 0, 100, 17}, 4, 128, -5.0f, DType::BF16, 21, 16), "chained safe/awkward"},
+      {KdaPrefillCase::make({77, 5, 300}, 4, 128, std::nullopt, DType::BF16, 22, 32, true), "chained softplus/steep"},
+      {KdaPrefillCase::make({50, 129}, 2, 128, std::nullopt, DType::F32, 24, 48), "chained f32"},
+      {KdaPrefillCase::make({700, 45}, 32, 128, std::nullopt, DType::BF16, 25, 64), "chained H32"},
+      {KdaPrefillCase::make({600}, 96, 128, -5.0f, DType::BF16, 26, 128), "chained H96"},
+  };
+  for (const Case& k : cases) {
+    setenv("DS_KDA_CHAIN", "0", 1);
+    setenv("DS_KDA_SEGMENTS", "1", 1);
+    setenv("DS_KDA_K2_SPLIT", "0", 1);
+    const auto [o_ref, pool_ref] = run_prefill_bits(k.c);
+    unsetenv("DS_KDA_SEGMENTS");
+    unsetenv("DS_KDA_K2_SPLIT");
+    setenv("DS_KDA_CHAIN", "1", 1);
+    for (const char* shift : {"4", "0", "2", "12"})
+      for (const char* reserve : {"", "200", "100", "0"}) {
+        setenv("DS_KDA_CHAIN_SHIFT", shift, 1);
+        if (*reserve) setenv("DS_KDA_K2_RESERVE_KB", reserve, 1);
+        if (std::string(shift) == "2") setenv("DS_KDA_PREP_CHUNKS", "3", 1);
+        const auto [got_o, got_pool] = run_prefill_bits(k.c);
+        unsetenv("DS_KDA_K2_RESERVE_KB");
+        unsetenv("DS_KDA_PREP_CHUNKS");
+        const std::string what = std::string(k.name) + ", window 2^" + shift + ", reserve " + reserve;
+        EXPECT_EQ(got_o, o_ref) << what;
+        EXPECT_EQ(std::memcmp(got_pool.data(), pool_ref.data(), pool_ref.size() * sizeof(float)), 0) << what;
+      }
+    unsetenv("DS_KDA_CHAIN_SHIFT");
+    expect_prefill(k.c, k.name);
+    unsetenv("DS_KDA_CHAIN");
   }
 }
 
@@ -283,6 +329,7 @@ TEST_F(KdaCuda, PrefillPipelineDepthGivesIdenticalBits) {
 // runs the key-split form) against the oracle on awkward lengths, the steep softplus decay, f32
 // activations, many heads, and checkpoints off the chunk grid.
 TEST_F(KdaCuda, PrefillWholeKeyRecurrenceMatchesOracle) {
+  setenv("DS_KDA_CHAIN", "0", 1);  // the segment form's (the chained form is whole-key anyway)
   setenv("DS_KDA_K2_SPLIT", "0", 1);
   expect_prefill(KdaPrefillCase::make({37, 1, 64, 0, 100, 17}, 4, 128, -5.0f, DType::BF16, 21, 16),
                  "whole-key safe/awkward");
@@ -294,6 +341,7 @@ TEST_F(KdaCuda, PrefillWholeKeyRecurrenceMatchesOracle) {
   expect_prefill(KdaPrefillCase::make({300, 45, 0, 129, 7}, 2, 128, -5.0f, DType::BF16, 45, 37),
                  "whole-key every 37");
   unsetenv("DS_KDA_K2_SPLIT");
+  unsetenv("DS_KDA_CHAIN");
 }
 
 void expect_decode(const KdaDecodeCase& c, const char* name) {
