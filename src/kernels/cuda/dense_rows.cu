@@ -1,5 +1,6 @@
 // Row-wise kernels on f32 or bf16 rows: RMSNorm, gated sigmoid RMSNorm (KDA o_norm), row L2 norm
 // (one CTA of 128 threads per row, f32 reductions) and the elementwise SiLU/sigmoid/GLU product.
+// All launched with PDL (pdl.cuh): each waits for the kernel before, then lets the next one launch.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -33,6 +34,8 @@ __device__ __forceinline__ float sigmoidf_dev(float x) {
 // One CTA per row.
 template <class T, RowOp kOp>
 __global__ void __launch_bounds__(128) norm_kernel(RowsArg a) {
+  pdl_wait();
+  pdl_trigger();
   const int64_t r = blockIdx.x;
   const T* x = static_cast<const T*>(a.x) + r * a.x_stride;
   T* y = static_cast<T*>(a.y) + r * a.y_stride;
@@ -58,6 +61,8 @@ __global__ void __launch_bounds__(128) norm_kernel(RowsArg a) {
 constexpr int kSmallVecs = 8;
 template <RowOp kOp>
 __global__ void __launch_bounds__(128) norm_small_kernel(RowsArg a) {
+  pdl_wait();
+  pdl_trigger();
   const int64_t r = blockIdx.x;
   const float4* x = reinterpret_cast<const float4*>(static_cast<const float*>(a.x) + r * a.x_stride);
   float4* y = reinterpret_cast<float4*>(static_cast<float*>(a.y) + r * a.y_stride);
@@ -92,15 +97,23 @@ __global__ void __launch_bounds__(128) norm_small_kernel(RowsArg a) {
 }
 
 // x += r, then y = rmsnorm(x) · weight: the same register-resident row, the updated x written back.
-// Launched with PDL (pdl.cuh): waits for the kernel that wrote r before reading.
+// Launched with PDL (pdl.cuh): the norm weight is loaded before the wait for the kernel that wrote r,
+// and the next kernel may launch once the wait has passed.
 __global__ void __launch_bounds__(128) add_rmsnorm_kernel(AddNormArg a) {
-  pdl_wait();
   const int64_t row = blockIdx.x;
+  const int n4 = int(a.dim / 4);
+  float4 v[kSmallVecs], wv[kSmallVecs];
+#pragma unroll
+  for (int j = 0; j < kSmallVecs; ++j) {
+    const int c = int(threadIdx.x) + 128 * j;
+    wv[j] = a.weight && c < n4 ? reinterpret_cast<const float4*>(a.weight)[c]
+                               : make_float4(1.0f, 1.0f, 1.0f, 1.0f);
+  }
+  pdl_wait();
+  pdl_trigger();
   const float4* r = reinterpret_cast<const float4*>(a.r + row * a.r_stride);
   float4* x = reinterpret_cast<float4*>(a.x + row * a.x_stride);
   float4* y = reinterpret_cast<float4*>(a.y + row * a.y_stride);
-  const int n4 = int(a.dim / 4);
-  float4 v[kSmallVecs], wv[kSmallVecs];
   float ss = 0.0f;
 #pragma unroll
   for (int j = 0; j < kSmallVecs; ++j) {
@@ -109,14 +122,12 @@ __global__ void __launch_bounds__(128) add_rmsnorm_kernel(AddNormArg a) {
     if (c < n4) {
       const float4 xv = x[c], rv = r[c];
       v[j] = make_float4(xv.x + rv.x, xv.y + rv.y, xv.z + rv.z, xv.w + rv.w);
-      wv[j] = a.weight ? reinterpret_cast<const float4*>(a.weight)[c] : make_float4(1.0f, 1.0f, 1.0f, 1.0f);
     }
   }
 #pragma unroll
   for (int j = 0; j < kSmallVecs; ++j)
     ss += v[j].x * v[j].x + v[j].y * v[j].y + v[j].z * v[j].z + v[j].w * v[j].w;
   const float inv = rsqrtf(block_sum(ss) / float(a.dim) + a.eps);
-  pdl_trigger();
 #pragma unroll
   for (int j = 0; j < kSmallVecs; ++j) {
     const int c = int(threadIdx.x) + 128 * j;
@@ -132,6 +143,8 @@ __global__ void __launch_bounds__(128) add_rmsnorm_kernel(AddNormArg a) {
 constexpr int kWarpVecs = 4;
 template <RowOp kOp>
 __global__ void __launch_bounds__(256) norm_warp_kernel(RowsArg a) {
+  pdl_wait();
+  pdl_trigger();
   const int64_t r = int64_t(blockIdx.x) * 8 + threadIdx.x / 32;
   if (r >= a.rows) return;
   const int lane = threadIdx.x % 32, n4 = int(a.dim / 4);
@@ -188,6 +201,8 @@ bool small_row_fits(const RowsArg& a) {
 
 template <class T, RowOp kOp>
 __global__ void elementwise_kernel(RowsArg a) {
+  pdl_wait();
+  pdl_trigger();
   const int64_t n = a.rows * a.dim;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
@@ -208,13 +223,16 @@ template <class T, RowOp kOp>
 void launch_one(const RowsArg& a) {
   if constexpr (kOp == RowOp::RmsNorm || kOp == RowOp::RmsNormGatedSigmoid || kOp == RowOp::L2Norm) {
     if constexpr (std::is_same_v<T, float>) {
-      if (warp_row_fits(a)) return norm_warp_kernel<kOp><<<unsigned((a.rows + 7) / 8), 256>>>(a);
-      if (small_row_fits(a)) return norm_small_kernel<kOp><<<unsigned(a.rows), 128>>>(a);
+      if (warp_row_fits(a))
+        return launch_pdl(norm_warp_kernel<kOp>, dim3(unsigned((a.rows + 7) / 8)), dim3(256), 0, a);
+      if (small_row_fits(a))
+        return launch_pdl(norm_small_kernel<kOp>, dim3(unsigned(a.rows)), dim3(128), 0, a);
     }
-    norm_kernel<T, kOp><<<unsigned(a.rows), 128>>>(a);
+    launch_pdl(norm_kernel<T, kOp>, dim3(unsigned(a.rows)), dim3(128), 0, a);
   } else {
     const int64_t n = a.rows * a.dim;
-    elementwise_kernel<T, kOp><<<unsigned(n / 256 + 1 < 65536 ? n / 256 + 1 : 65536), 256>>>(a);
+    launch_pdl(elementwise_kernel<T, kOp>, dim3(unsigned(n / 256 + 1 < 65536 ? n / 256 + 1 : 65536)),
+               dim3(256), 0, a);
   }
 }
 

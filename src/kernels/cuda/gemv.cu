@@ -6,9 +6,12 @@
 // as silu(gate) ⊙ up while it is loaded (a GLU's down projection). The decode steps' projections
 // without a cast of x or a GEMM tile, and with one launch for all the projections of one input.
 // Launched with PDL (pdl.cuh): each warp's first weight loads are issued before it waits for the
-// kernel that writes x.
+// kernel that writes x, and the next kernel may launch as soon as that wait has passed.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
+
+#include <cstdlib>
+#include <type_traits>
 
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/model_ops_launch.h"
@@ -19,7 +22,6 @@ namespace ds::cuda {
 namespace {
 
 constexpr int kMaxRows = 8;
-constexpr int kWarps = 8;  // warps per CTA
 
 struct Job {
   const void* w;
@@ -39,18 +41,26 @@ __device__ __forceinline__ float silu_f(float v) {
   return v / (1.0f + __expf(-v));
 }
 
-// Output rows per warp (they share each loaded piece of x) and 256-column blocks whose weight
-// loads are all issued before any is used: kR * kU independent 16-byte loads in flight per lane.
-template <int kT>
+// Two forms of the kernel: Narrow (8 warps per CTA, 2 or 4 output rows per warp) and, for short bf16
+// launches of up to 2 rows, Small (2 warps per CTA, 1 output row per warp, 9 column blocks: a whole
+// 2304-column row, the hidden size, in one round trip), which spreads a launch of fewer rows than
+// multiprocessors x 16 (the MoE router's 256) over more multiprocessors. Each lane's columns are summed
+// in the same order in both forms.
+enum class Form { Narrow, Small };
+
+// Warps per CTA, output rows per warp (they share each loaded piece of x) and 256-column blocks whose
+// weight loads are all issued before any is used: kR * kU independent 16-byte loads in flight per lane.
+template <int kT, Form kF = Form::Narrow>
 struct Shape {
-  static constexpr int kR = kT <= 2 ? 2 : 4;
-  static constexpr int kU = kT <= 2 ? 4 : 2;
+  static constexpr int kWarps = kF == Form::Small ? 2 : 8;
+  static constexpr int kR = kF == Form::Small ? 1 : kT <= 2 ? 2 : 4;
+  static constexpr int kU = kF == Form::Small ? 9 : kT <= 2 ? 4 : 2;
 };
 
 // kGlu: the input row is silu(x) ⊙ x2 (x2 rows x2s apart), formed as it is loaded.
-template <class W, int kT, bool kGlu>
+template <class W, int kT, bool kGlu, Form kF = Form::Narrow>
 __global__ void __launch_bounds__(256) gemv_kernel(const float* x2, int64_t x2s, int64_t in, Jobs jobs) {
-  constexpr int kR = Shape<kT>::kR, kU = Shape<kT>::kU;
+  constexpr int kWarps = Shape<kT, kF>::kWarps, kR = Shape<kT, kF>::kR, kU = Shape<kT, kF>::kU;
   int j = 0;
   while (j + 1 < jobs.n && int(blockIdx.x) >= jobs.job[j + 1].block0) ++j;
   const Job& jb = jobs.job[j];
@@ -74,8 +84,9 @@ __global__ void __launch_bounds__(256) gemv_kernel(const float* x2, int64_t x2s,
         else
           wv[r][u].zero();
       }
-    // The first weights are in flight before the wait for the kernel that writes x (PDL).
-    if (c0 == lane * 8) pdl_wait();
+    // The first weights are in flight before the wait for the kernel that writes x (PDL); once it has
+    // passed, the next kernel may launch (its own wait holds it until this one has finished).
+    if (c0 == lane * 8) pdl_wait(), pdl_trigger();
 #pragma unroll
     for (int u = 0; u < kU; ++u) {
       const int64_t c = c0 + u * 256;
@@ -100,7 +111,6 @@ __global__ void __launch_bounds__(256) gemv_kernel(const float* x2, int64_t x2s,
       }
     }
   }
-  pdl_trigger();
   float* y = jb.y;
   const int64_t ys = jb.y_stride;
 #pragma unroll
@@ -113,11 +123,19 @@ __global__ void __launch_bounds__(256) gemv_kernel(const float* x2, int64_t x2s,
 }
 
 template <class W, bool kGlu>
-void launch_rows(int64_t T, const float* x2, int64_t x2s, int64_t in, const Jobs& jobs, unsigned grid) {
+void launch_rows(Form form, int64_t T, const float* x2, int64_t x2s, int64_t in, const Jobs& jobs,
+                 unsigned grid) {
+  if constexpr (std::is_same_v<W, __nv_bfloat16>) {
+    const dim3 g(grid);
+    if (form == Form::Small && T == 1)
+      return launch_pdl(gemv_kernel<W, 1, kGlu, Form::Small>, g, dim3(64), 0, x2, x2s, in, jobs);
+    if (form == Form::Small)
+      return launch_pdl(gemv_kernel<W, 2, kGlu, Form::Small>, g, dim3(64), 0, x2, x2s, in, jobs);
+  }
   switch (T) {
 #define DS_GEMV_CASE(n) \
   case n:               \
-    return launch_pdl(gemv_kernel<W, n, kGlu>, dim3(grid), dim3(kWarps * 32), 0, x2, x2s, in, jobs);
+    return launch_pdl(gemv_kernel<W, n, kGlu>, dim3(grid), dim3(256), 0, x2, x2s, in, jobs);
     DS_GEMV_CASE(1)
     DS_GEMV_CASE(2)
     DS_GEMV_CASE(3)
@@ -130,6 +148,17 @@ void launch_rows(int64_t T, const float* x2, int64_t x2s, int64_t in, const Jobs
   }
 }
 
+// The form of a launch of `rows` output rows in all: Small where Narrow would have fewer CTAs than
+// env DS_GEMV_SMALL_CTAS (default: the multiprocessors).
+Form pick_form(bool bf16, int64_t T, int64_t in, int64_t rows) {
+  static const int64_t small_below = [] {
+    const char* e = std::getenv("DS_GEMV_SMALL_CTAS");
+    return e != nullptr ? int64_t(std::atoll(e)) : int64_t(mla_sm_count());
+  }();
+  const int64_t narrow_ctas = (rows + 15) / 16;
+  return bf16 && T <= 2 && in > 1024 && narrow_ctas < small_below ? Form::Small : Form::Narrow;
+}
+
 }  // namespace
 
 void launch_linear_few_rows_multi(const float* x, int64_t x_stride, int64_t T, bool bf16, int64_t in,
@@ -139,8 +168,12 @@ void launch_linear_few_rows_multi(const float* x, int64_t x_stride, int64_t T, b
               n_jobs <= kFewRowsMaxJobs,
           "linear_few_rows (CUDA): 1..8 rows, in % 8 == 0, row stride % 4 == 0, 1..8 weights");
   Jobs js{};
-  int64_t blocks = 0;
-  const int64_t rows_per_cta = kWarps * (T <= 2 ? Shape<1>::kR : Shape<8>::kR);
+  int64_t blocks = 0, rows = 0;
+  for (int j = 0; j < n_jobs; ++j) rows += jobs[j].out;
+  const Form form = pick_form(bf16, T, in, rows);
+  const int64_t rows_per_cta = form == Form::Small ? Shape<1, Form::Small>::kWarps * Shape<1, Form::Small>::kR
+                               : T <= 2            ? Shape<1>::kWarps * Shape<1>::kR
+                                                   : Shape<8>::kWarps * Shape<8>::kR;
   for (int j = 0; j < n_jobs; ++j) {
     const bool own = jobs[j].x != nullptr;
     require(!own || jobs[j].x_stride % 4 == 0, "linear_few_rows (CUDA): a job's row stride % 4 != 0");
@@ -153,13 +186,13 @@ void launch_linear_few_rows_multi(const float* x, int64_t x_stride, int64_t T, b
   require(blocks <= 0x7fffffff, "linear_few_rows (CUDA): too many output rows");
   const unsigned g = unsigned(blocks);
   if (bf16 && up)
-    launch_rows<__nv_bfloat16, true>(T, up, up_stride, in, js, g);
+    launch_rows<__nv_bfloat16, true>(form, T, up, up_stride, in, js, g);
   else if (bf16)
-    launch_rows<__nv_bfloat16, false>(T, nullptr, 0, in, js, g);
+    launch_rows<__nv_bfloat16, false>(form, T, nullptr, 0, in, js, g);
   else if (up)
-    launch_rows<float, true>(T, up, up_stride, in, js, g);
+    launch_rows<float, true>(form, T, up, up_stride, in, js, g);
   else
-    launch_rows<float, false>(T, nullptr, 0, in, js, g);
+    launch_rows<float, false>(form, T, nullptr, 0, in, js, g);
   check_launch("linear_few_rows kernel");
 }
 

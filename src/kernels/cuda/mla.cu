@@ -10,6 +10,7 @@
 #include "kernels/cuda/block_reduce.cuh"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/model_ops_launch.h"
+#include "kernels/cuda/pdl.cuh"
 
 namespace ds::cuda {
 namespace {
@@ -22,7 +23,10 @@ __device__ __forceinline__ const float* entry(const MlaLaunch& m, int32_t seq, i
   return m.pool + (int64_t(page) * m.page_tokens + t % m.page_tokens) * (m.R + m.dr);
 }
 
+// Launched with PDL (pdl.cuh): waits for the kernel before, then lets the next one launch.
 __global__ void mla_write_kernel(MlaLaunch m, const float* c, int64_t cs, const float* kpe, int64_t ks) {
+  pdl_wait();
+  pdl_trigger();
   const int64_t i = blockIdx.x;
   float* e = const_cast<float*>(entry(m, m.tok_seq[i], m.tok_pos[i]));
   for (int64_t d = threadIdx.x; d < m.R + m.dr; d += blockDim.x)
@@ -90,7 +94,7 @@ __global__ void __launch_bounds__(kThreads)
 void launch_mla_write(const MlaLaunch& m, const float* c, int64_t c_stride, const float* k_pe,
                       int64_t k_pe_stride) {
   if (m.T == 0) return;
-  mla_write_kernel<<<unsigned(m.T), 128>>>(m, c, c_stride, k_pe, k_pe_stride);
+  launch_pdl(mla_write_kernel, dim3(unsigned(m.T)), dim3(128), 0, m, c, c_stride, k_pe, k_pe_stride);
   check_launch("mla write kernel");
 }
 

@@ -9,6 +9,7 @@
 // shared memory; O [32, R] += P·E with each warp owning 64 latent columns (16 accumulator tiles). S > 1
 // writes (m, l, O) partials that mla_split.cu's merge combines; S = 1 writes ctx. The plain reference is the
 // CPU's f32 mla_attention (kernels/cpu/mla_attention.cpp); the f32 CUDA kernels are mla_split.cu/mla.cu.
+// Launched with PDL (pdl.cuh): the first tile's older rows are loaded before the wait.
 #include <cuda_runtime.h>
 
 #include <cfloat>
@@ -16,6 +17,7 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/mma.cuh"
 #include "kernels/cuda/model_ops_launch.h"
+#include "kernels/cuda/pdl.cuh"
 
 namespace ds::cuda {
 namespace {
@@ -78,15 +80,29 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_mma_kernel(MlaSplitArg
   const int s = blockIdx.y, lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int hg = int(blockIdx.z) * kHeads;  // this CTA's first head (head groups of 32)
   const int g = lane / 4, t4 = lane % 4;
-  const int32_t* table = a.m.page_table + a.m.page_offset[a.m.tok_seq[i]];
+  const int seq = a.m.tok_seq[i];
+  const int32_t* table = a.m.page_table + a.m.page_offset[seq];
   const int n_ctx = a.m.tok_pos[i] + 1;
   const int n_tiles = (n_ctx + kTile - 1) / kTile, even = (n_tiles + a.S - 1) / a.S;
   const int per = even > kMinTiles ? even : kMinTiles;
   const int tile0 = s * per < n_tiles ? s * per : n_tiles,
             tile1 = tile0 + per < n_tiles ? tile0 + per : n_tiles;
 
-  // Q (scaled, bf16): warp w heads 4w .. 4w + 3 (past H: zero rows), all loads in flight at once.
+  // The first tile's latents before the wait for the kernel before (PDL) where the tile holds only
+  // positions from before the step: the step's index arrays and those rows are written by no kernel of
+  // the step (mla_write writes the new positions). A launch holds whole sequences, their tokens in a
+  // row at consecutive positions: the first new position of token i's sequence is tok_pos[i] if i is
+  // its sequence's first token here, else at least tok_pos[i] - i.
+  const int first_new = i > 0 && a.m.tok_seq[i - 1] == seq ? int(a.m.tok_pos[i] - i) : a.m.tok_pos[i];
   float4 st[kLoads];
+  const bool early = tile0 < tile1 && (tile0 + 1) * kTile <= first_new;
+  if (early) {
+    load_tile(st, a.m, table, tile0 * kTile, n_ctx, E4, warp, lane);
+    store_rows(st, e_buf0, E4, LD, warp, lane, 1.0f);
+  }
+  pdl_wait();
+  pdl_trigger();
+  // Q (scaled, bf16): warp w heads 4w .. 4w + 3 (past H: zero rows), all loads in flight at once.
 #pragma unroll
   for (int r = 0; r < kRowsPerWarp; ++r) {
     const int h = hg + warp * kRowsPerWarp + r;
@@ -102,8 +118,10 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_mma_kernel(MlaSplitArg
   }
   store_rows(st, q_s, E4, LD, warp, lane, a.scale);
   if (tile0 < tile1) {
-    load_tile(st, a.m, table, tile0 * kTile, n_ctx, E4, warp, lane);
-    store_rows(st, e_buf0, E4, LD, warp, lane, 1.0f);
+    if (!early) {
+      load_tile(st, a.m, table, tile0 * kTile, n_ctx, E4, warp, lane);
+      store_rows(st, e_buf0, E4, LD, warp, lane, 1.0f);
+    }
     if (tile0 + 1 < tile1) load_tile(st, a.m, table, (tile0 + 1) * kTile, n_ctx, E4, warp, lane);
   }
 
@@ -267,7 +285,7 @@ bool launch_mla_attention_mma(const MlaLaunch& m, int64_t H, const float* q_hat,
   const int S = int(want < 1 ? 1 : (want > kMaxSplits ? kMaxSplits : want));
   MlaSplitArgs a{m,           int(H),           S,     q_hat, q_hat_stride, q_pe,
                  q_pe_stride, q_pe_head_stride, scale, ctx,   ctx_stride,   mla_partials(m, S, H)};
-  mla_decode_mma_kernel<<<dim3(unsigned(m.T), unsigned(S), unsigned(G)), kThreads, smem>>>(a);
+  launch_pdl(mla_decode_mma_kernel, dim3(unsigned(m.T), unsigned(S), unsigned(G)), dim3(kThreads), smem, a);
   check_launch("mla decode mma kernel");
   mla_merge_partials(a.part, m, S, H, ctx, ctx_stride);
   return true;

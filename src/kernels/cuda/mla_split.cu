@@ -13,6 +13,7 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/memory.h"
 #include "kernels/cuda/model_ops_launch.h"
+#include "kernels/cuda/pdl.cuh"
 
 namespace ds::cuda {
 namespace {
@@ -164,6 +165,8 @@ constexpr int kMaxSplits = 128;
 constexpr int kMergeThreads = 128;  // = kMaxSplits: every thread takes part in the weights
 __global__ void __launch_bounds__(kMergeThreads)
     mla_merge_kernel(const float* part, int S, int H, int R, float* ctx, int64_t cs) {
+  pdl_wait();  // launched with PDL (pdl.cuh) after the split kernel
+  pdl_trigger();
   __shared__ float wgt[kMaxSplits];
   __shared__ float red[kMaxSplits / 32];
   const int64_t i = blockIdx.x;
@@ -220,8 +223,8 @@ float* mla_partials(const MlaLaunch& m, int S, int64_t H) {
 void mla_merge_partials(float* part, const MlaLaunch& m, int S, int64_t H, float* ctx, int64_t ctx_stride) {
   if (S <= 1) return;
   const unsigned col_blocks = unsigned((m.R + kMergeThreads - 1) / kMergeThreads);
-  mla_merge_kernel<<<dim3(unsigned(m.T), unsigned(H), col_blocks), kMergeThreads>>>(part, S, int(H), int(m.R),
-                                                                                    ctx, ctx_stride);
+  launch_pdl(mla_merge_kernel, dim3(unsigned(m.T), unsigned(H), col_blocks), dim3(kMergeThreads), 0, part, S,
+             int(H), int(m.R), ctx, ctx_stride);
   check_launch("mla merge kernel");
   free_device(part);
 }

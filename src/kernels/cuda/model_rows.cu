@@ -1,5 +1,7 @@
 // Row-wise kernels of the device forward: dtype cast, residual add, sigmoid gate, SiTU-GLU, embedding
 // and row gathers, the MoE weighted combine, MXFP4 dequantisation. Plain grid-stride loops, f32 math.
+// The decode step's (cast, add, SiTU, embedding, gather, argmax) are launched with PDL (pdl.cuh): each
+// waits for the kernel before, then lets the next one launch.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -9,6 +11,7 @@
 #include "kernels/cuda/memory.h"
 #include "kernels/cuda/model_ops_launch.h"
 #include "kernels/cuda/mxfp4.cuh"
+#include "kernels/cuda/pdl.cuh"
 #include "kernels/uniform_hash.h"
 
 namespace ds::cuda {
@@ -29,6 +32,8 @@ __device__ __forceinline__ float sigmoid_dev(float x) {
 
 template <class X, class Y>
 __global__ void cast_kernel(const X* x, int64_t xs, Y* y, int64_t ys, int64_t rows, int64_t cols) {
+  pdl_wait();
+  pdl_trigger();
   DS_GRID_STRIDE(i, rows * cols) {
     const int64_t r = i / cols, c = i % cols;
     store_act(y, r * ys + c, load_act(x, r * xs + c));
@@ -37,6 +42,8 @@ __global__ void cast_kernel(const X* x, int64_t xs, Y* y, int64_t ys, int64_t ro
 
 __global__ void binary_kernel(BinaryOp op, const float* x, int64_t xs, float* y, int64_t ys, int64_t rows,
                               int64_t cols) {
+  pdl_wait();
+  pdl_trigger();
   DS_GRID_STRIDE(i, rows * cols) {
     const int64_t r = i / cols, c = i % cols;
     const float a = x[r * xs + c];
@@ -47,6 +54,8 @@ __global__ void binary_kernel(BinaryOp op, const float* x, int64_t xs, float* y,
 
 __global__ void situ_kernel(const float* a, int64_t as, const float* b, int64_t bs, float* y, int64_t ys,
                             int64_t rows, int64_t cols, float beta, float lbeta) {
+  pdl_wait();
+  pdl_trigger();
   DS_GRID_STRIDE(i, rows * cols) {
     const int64_t r = i / cols, c = i % cols;
     y[r * ys + c] = situ_glu(a[r * as + c], b[r * bs + c], beta, lbeta);
@@ -56,6 +65,8 @@ __global__ void situ_kernel(const float* a, int64_t as, const float* b, int64_t 
 template <class W>
 __global__ void embedding_kernel(const W* table, int64_t D, const int32_t* ids, int64_t T, float* out,
                                  int64_t os) {
+  pdl_wait();
+  pdl_trigger();
   DS_GRID_STRIDE(i, T * D) {
     const int64_t t = i / D, c = i % D;
     out[t * os + c] = load_act(table, int64_t(ids[t]) * D + c);
@@ -64,6 +75,8 @@ __global__ void embedding_kernel(const W* table, int64_t D, const int32_t* ids, 
 
 __global__ void gather_kernel(const float* src, int64_t ss, const int32_t* idx, int64_t n, int64_t C,
                               float* dst, int64_t ds) {
+  pdl_wait();
+  pdl_trigger();
   DS_GRID_STRIDE(i, n * C) {
     const int64_t r = i / C, c = i % C;
     dst[r * ds + c] = src[int64_t(idx[r]) * ss + c];
@@ -140,6 +153,8 @@ __device__ __forceinline__ void block_argmax(float& bv, int64_t& bi) {
 constexpr int kArgmaxParts = 64;
 __global__ void __launch_bounds__(256)
     argmax_part_kernel(const float* x, int64_t stride, int64_t cols, float* part_v, int64_t* part_i) {
+  pdl_wait();
+  pdl_trigger();
   const float* row = x + blockIdx.x * stride;
   const int64_t per = (cols + gridDim.y - 1) / gridDim.y, c0 = blockIdx.y * per,
                 c1 = c0 + per < cols ? c0 + per : cols;
@@ -157,6 +172,8 @@ __global__ void __launch_bounds__(256)
 // Stage 2: one CTA per row over its parts.
 __global__ void __launch_bounds__(256)
     argmax_merge_kernel(const float* part_v, const int64_t* part_i, int parts, int32_t* out) {
+  pdl_wait();
+  pdl_trigger();
   float bv = 0.0f;
   int64_t bi = -1;
   for (int p = threadIdx.x; p < parts; p += blockDim.x) {
@@ -184,9 +201,10 @@ void launch_argmax_rows(const float* x, int64_t stride, int64_t rows, int64_t co
   const int parts = int(cols >= 256 * 64 ? kArgmaxParts : 1);
   auto* part_v = static_cast<float*>(alloc_device(rows * parts * int64_t(sizeof(float))));
   auto* part_i = static_cast<int64_t*>(alloc_device(rows * parts * int64_t(sizeof(int64_t))));
-  argmax_part_kernel<<<dim3(unsigned(rows), unsigned(parts)), 256>>>(x, stride, cols, part_v, part_i);
+  launch_pdl(argmax_part_kernel, dim3(unsigned(rows), unsigned(parts)), dim3(256), 0, x, stride, cols, part_v,
+             part_i);
   check_launch("argmax kernel");
-  argmax_merge_kernel<<<unsigned(rows), 256>>>(part_v, part_i, parts, out);
+  launch_pdl(argmax_merge_kernel, dim3(unsigned(rows)), dim3(256), 0, part_v, part_i, parts, out);
   check_launch("argmax merge kernel");
   free_device(part_v);
   free_device(part_i);
@@ -195,47 +213,53 @@ void launch_argmax_rows(const float* x, int64_t stride, int64_t rows, int64_t co
 void launch_cast_rows(const void* x, bool x_bf16, int64_t xs, void* y, bool y_bf16, int64_t ys, int64_t rows,
                       int64_t cols) {
   if (rows * cols == 0) return;
-  const unsigned g = grid_for(rows * cols);
+  const dim3 g(grid_for(rows * cols)), b(256);
   using B = __nv_bfloat16;
   if (x_bf16 && y_bf16)
-    cast_kernel<<<g, 256>>>(static_cast<const B*>(x), xs, static_cast<B*>(y), ys, rows, cols);
+    launch_pdl(cast_kernel<B, B>, g, b, 0, static_cast<const B*>(x), xs, static_cast<B*>(y), ys, rows, cols);
   else if (x_bf16)
-    cast_kernel<<<g, 256>>>(static_cast<const B*>(x), xs, static_cast<float*>(y), ys, rows, cols);
+    launch_pdl(cast_kernel<B, float>, g, b, 0, static_cast<const B*>(x), xs, static_cast<float*>(y), ys, rows,
+               cols);
   else if (y_bf16)
-    cast_kernel<<<g, 256>>>(static_cast<const float*>(x), xs, static_cast<B*>(y), ys, rows, cols);
+    launch_pdl(cast_kernel<float, B>, g, b, 0, static_cast<const float*>(x), xs, static_cast<B*>(y), ys, rows,
+               cols);
   else
-    cast_kernel<<<g, 256>>>(static_cast<const float*>(x), xs, static_cast<float*>(y), ys, rows, cols);
+    launch_pdl(cast_kernel<float, float>, g, b, 0, static_cast<const float*>(x), xs, static_cast<float*>(y),
+               ys, rows, cols);
   check_launch("cast_rows kernel");
 }
 
 void launch_binary_rows(BinaryOp op, const float* x, int64_t xs, float* y, int64_t ys, int64_t rows,
                         int64_t cols) {
   if (rows * cols == 0) return;
-  binary_kernel<<<grid_for(rows * cols), 256>>>(op, x, xs, y, ys, rows, cols);
+  launch_pdl(binary_kernel, dim3(grid_for(rows * cols)), dim3(256), 0, op, x, xs, y, ys, rows, cols);
   check_launch("binary rows kernel");
 }
 
 void launch_situ_mul(const float* a, int64_t as, const float* b, int64_t bs, float* y, int64_t ys,
                      int64_t rows, int64_t cols, float beta, float linear_beta) {
   if (rows * cols == 0) return;
-  situ_kernel<<<grid_for(rows * cols), 256>>>(a, as, b, bs, y, ys, rows, cols, beta, linear_beta);
+  launch_pdl(situ_kernel, dim3(grid_for(rows * cols)), dim3(256), 0, a, as, b, bs, y, ys, rows, cols, beta,
+             linear_beta);
   check_launch("situ kernel");
 }
 
 void launch_embedding(const void* table, bool bf16, int64_t D, const int32_t* ids, int64_t T, float* out,
                       int64_t os) {
   if (T * D == 0) return;
+  const dim3 g(grid_for(T * D)), b(256);
   if (bf16)
-    embedding_kernel<<<grid_for(T * D), 256>>>(static_cast<const __nv_bfloat16*>(table), D, ids, T, out, os);
+    launch_pdl(embedding_kernel<__nv_bfloat16>, g, b, 0, static_cast<const __nv_bfloat16*>(table), D, ids, T,
+               out, os);
   else
-    embedding_kernel<<<grid_for(T * D), 256>>>(static_cast<const float*>(table), D, ids, T, out, os);
+    launch_pdl(embedding_kernel<float>, g, b, 0, static_cast<const float*>(table), D, ids, T, out, os);
   check_launch("embedding kernel");
 }
 
 void launch_gather_rows(const float* src, int64_t ss, const int32_t* idx, int64_t n, int64_t C, float* dst,
                         int64_t ds) {
   if (n * C == 0) return;
-  gather_kernel<<<grid_for(n * C), 256>>>(src, ss, idx, n, C, dst, ds);
+  launch_pdl(gather_kernel, dim3(grid_for(n * C)), dim3(256), 0, src, ss, idx, n, C, dst, ds);
   check_launch("gather kernel");
 }
 

@@ -7,11 +7,11 @@
 namespace ds::cuda {
 
 // One CTA per token: sigmoid scores, k rounds of a block arg-max over score + bias (ties: lower id).
-// (Up to 512 experts and k <= 32 it runs launch_moe_route_warp instead.)
+// (Up to 1024 experts and k <= 32 it runs launch_moe_route_warp instead.)
 void launch_moe_route(const float* logits, const float* bias, int64_t T, int64_t E, int k, bool renormalize,
                       float scaling, int32_t* expert, float* weight);
 // The same results with one warp per token and the scores in registers (moe_route_warp.cu), as a
-// programmatic dependent launch; false (nothing launched) for E > 512 or k > 32.
+// programmatic dependent launch; false (nothing launched) for E > 1024 or k > 32.
 bool launch_moe_route_warp(const float* logits, const float* bias, int64_t T, int64_t E, int k,
                            bool renormalize, float scaling, int32_t* expert, float* weight);
 

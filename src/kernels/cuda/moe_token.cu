@@ -3,7 +3,10 @@
 // rows; down: each (token, output row) sums its terms' down rows times the mixture weights, so the
 // combine and the shared expert's down product are part of it. Weights f32 or bf16 streamed with
 // 16-byte loads that skip L1, several chunks of all of a warp's rows issued before any is used.
-// Both launched with PDL (pdl.cuh): each overlaps its start with the tail of the kernel before.
+// Both launched with PDL (pdl.cuh): each lets the next kernel launch once its own wait has passed. The
+// down kernel issues its first terms' weight loads before its wait: their expert ids come from the
+// route kernel two launches back, complete once the gate/up kernel (triggering only after its wait)
+// has let the down kernel start.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -27,17 +30,18 @@ __device__ __forceinline__ int terms(const TokenGluLaunch& l) {
 // Term j of token t: routed expert j (< k) or the shared expert (j == k).
 template <class W>
 __device__ __forceinline__ const W* term_matrix(const TokenGluLaunch& l, int64_t t, int j, int which) {
-  if (j < l.k) return static_cast<const W*>(l.ptrs[which * l.E + l.expert[t * l.k + j]]);
+  if (j < l.k) return static_cast<const W*>(l.ptrs[which * l.E + __ldcg(l.expert + t * l.k + j)]);
   const void* s = which == 0 ? l.shared_gate : which == 1 ? l.shared_up : l.shared_down;
   return static_cast<const W*>(s);
 }
 
 template <class W>
 __global__ void __launch_bounds__(kGuWarps * 32) token_gate_up_kernel(TokenGluLaunch l) {
-  pdl_wait();  // the expert ids and x come from the kernels before
   const int ks = terms(l);
   const int64_t t = blockIdx.x / ks;
   const int j = int(blockIdx.x % ks);
+  pdl_wait();  // the expert ids and x come from the kernels before; then the next kernel may launch
+  pdl_trigger();
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int64_t i0 = (int64_t(blockIdx.y) * kGuWarps + warp) * kGuRows;
   if (i0 >= l.I) return;
@@ -82,7 +86,6 @@ __global__ void __launch_bounds__(kGuWarps * 32) token_gate_up_kernel(TokenGluLa
       }
     }
   }
-  pdl_trigger();
   float* h = l.h + (t * ks + j) * l.h_stride;
 #pragma unroll
   for (int r = 0; r < kGuRows; ++r) {
@@ -94,19 +97,19 @@ __global__ void __launch_bounds__(kGuWarps * 32) token_gate_up_kernel(TokenGluLa
 
 template <class W>
 __global__ void __launch_bounds__(kDnWarps * 32) token_down_kernel(TokenGluLaunch l) {
-  pdl_wait();
   const int ks = terms(l);
   const int64_t t = blockIdx.x;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int64_t d = int64_t(blockIdx.y) * kDnWarps + warp;
   if (d >= l.D) return;
   // Lane j < ks looks up term j's down matrix and mixture weight once (the dependent expert id ->
-  // pointer loads of all terms in flight together); the groups below take them by shuffle.
+  // pointer loads of all terms in flight together); the groups below take them by shuffle. Before the
+  // wait for the gate/up kernel (PDL): the ids and weights of the route kernel through L2 (pdl.cuh).
   const W* my_w = nullptr;
   float my_wt = 0.0f;
   if (lane < ks) {
     my_w = term_matrix<W>(l, t, lane, 2);
-    my_wt = lane < l.k ? l.weight[t * l.k + lane] : 1.0f;
+    my_wt = lane < l.k ? __ldcg(l.weight + t * l.k + lane) : 1.0f;
   }
   float acc = 0.0f;
   for (int j0 = 0; j0 < ks; j0 += kDnTerms) {
@@ -132,6 +135,8 @@ __global__ void __launch_bounds__(kDnWarps * 32) token_down_kernel(TokenGluLaunc
           else
             w[s][v].zero();
         }
+      // The first terms' rows are in flight before the wait for h.
+      if (j0 == 0 && c0 == lane * 8) pdl_wait(), pdl_trigger();
 #pragma unroll
       for (int s = 0; s < kDnTerms; ++s) {
         if (j0 + s >= ks) break;
@@ -151,7 +156,6 @@ __global__ void __launch_bounds__(kDnWarps * 32) token_down_kernel(TokenGluLaunc
       }
     }
   }
-  pdl_trigger();
   token_store_row(l, t, d, acc);
 }
 

@@ -53,7 +53,8 @@ __device__ __forceinline__ MxMat mx_matrix(const TokenGluLaunch& l, int64_t e, i
 }
 
 __global__ void __launch_bounds__(kGuWarps * 32) mx_gate_up_kernel(TokenGluLaunch l) {
-  pdl_wait();  // the expert ids and x come from the kernels before
+  pdl_wait();  // the expert ids and x come from the kernels before; then the next kernel may launch
+  pdl_trigger();
   const int64_t t = blockIdx.x / l.k;
   const int j = int(blockIdx.x % l.k);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -84,7 +85,6 @@ __global__ void __launch_bounds__(kGuWarps * 32) mx_gate_up_kernel(TokenGluLaunc
       au += block_dot(cu[v], x + 32 * b) * e8m0_value(su[v]);
     }
   }
-  pdl_trigger();
   const float sg = warp_sum(ag), su = warp_sum(au);
   if (lane == 0) {
     float* h = l.h + (t * l.k + j) * l.h_stride;
@@ -94,6 +94,7 @@ __global__ void __launch_bounds__(kGuWarps * 32) mx_gate_up_kernel(TokenGluLaunc
 
 __global__ void __launch_bounds__(kDnWarps * 32) mx_down_kernel(TokenGluLaunch l) {
   pdl_wait();
+  pdl_trigger();
   const int k = int(l.k);
   const int64_t t = blockIdx.x;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -147,7 +148,6 @@ __global__ void __launch_bounds__(kDnWarps * 32) mx_down_kernel(TokenGluLaunch l
       }
     }
   }
-  pdl_trigger();
   token_store_row(l, t, d, acc);
 }
 

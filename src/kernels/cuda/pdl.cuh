@@ -2,9 +2,18 @@
 // small kernels. A kernel started by launch_pdl may begin while the kernel before it on the stream
 // is still finishing (its launch and first loads overlap that kernel's tail; the edge survives graph
 // capture). Such a kernel must call pdl_wait() before it reads anything an earlier kernel wrote or
-// writes anything an earlier kernel reads; before it, it may only read data no kernel writes (the
-// weights). pdl_trigger() lets the next PDL kernel start launching once every CTA has called it (or
-// exited). Kernels without the attribute, and kernels after them, run fully ordered as usual.
+// writes anything an earlier kernel reads; before it, it may only read data no kernel of the step
+// writes (the weights, the step's index arrays copied in before its first kernel). pdl_wait() returns
+// once the kernel before has completed and its writes are visible, which it does only after its own
+// wait: so it orders this kernel after every earlier one.
+// pdl_trigger() lets the next PDL kernel start launching once every CTA has called it (or exited).
+// The decode kernels call it as soon as their own pdl_wait() has passed (the next kernel still waits
+// for this one to complete before it touches shared data), so its launch and prologue overlap all of
+// this kernel's work. Contract the kernels rely on: none triggers before its wait, except where the
+// kernel after it reads nothing but weights before its own wait (kda_decode_cols.cu); so a kernel
+// that starts has every kernel two launches back complete, and may read their outputs before its own
+// wait through L2 (ld.global.cg: no stale L1 line) — the token-major down kernel's expert ids.
+// Kernels without the attribute, and kernels after them, run fully ordered as usual.
 #pragma once
 
 #include <cuda_runtime.h>

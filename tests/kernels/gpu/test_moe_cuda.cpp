@@ -72,12 +72,14 @@ struct Pair {
 };
 
 // Routing of many tokens (random logits, bias, a few exact ties) and the grouping after it: 256 and
-// 8 experts (one warp per token, 8 scores per lane), 384 (16 per lane), 1000 (the block-wide kernel).
+// 8 experts (one warp per token, 8 scores per lane), 384 (16 per lane), 1000 and K3's 896 top-16 (32
+// per lane), 2000 (the block-wide kernel).
 TEST_F(MoeCuda, RouteAndGroupMatchCpu) {
   struct Shape {
     int64_t T, E, k;
   };
-  for (const Shape sh : {Shape{67, 256, 8}, Shape{9, 8, 2}, Shape{13, 384, 8}, Shape{7, 1000, 6}}) {
+  for (const Shape sh : {Shape{67, 256, 8}, Shape{9, 8, 2}, Shape{13, 384, 8}, Shape{7, 1000, 6},
+                         Shape{11, 896, 16}, Shape{6, 2000, 6}}) {
     const int64_t T = sh.T, E = sh.E, k = sh.k;
     std::vector<float> lv = randn(size_t(T * E), 1 + uint32_t(E));
     for (int64_t e = 0; e < std::min<int64_t>(16, E); ++e)
@@ -222,10 +224,11 @@ TEST_F(MoeCuda, LinearHeadsMatchCpu) {
 // Few-row linear (decode projections): f32 and bf16 weights, 1 / 3 / 8 rows of a strided x, with
 // and without accumulation, against the CPU linear().
 TEST_F(MoeCuda, LinearFewRowsMatchesCpu) {
-  // Shapes whose columns end inside a pass of 4 column blocks (520: 3 blocks, 4104: 17).
+  // Shapes whose columns end inside a pass of 4 column blocks (520: 3 blocks, 4104: 17; bf16 at 1 and 2
+  // rows: the kernel's small form, passes of 9 blocks).
   for (const auto& [out, in, xs] : {std::tuple<int64_t, int64_t, int64_t>{300, 520, 528}, {37, 4104, 4104}})
     for (DType dt : {DType::F32, DType::BF16})
-      for (int64_t T : {1, 3, 8})
+      for (int64_t T : {1, 2, 3, 8})
         for (bool acc : {false, true}) {
           const std::vector<float> wf = randn(size_t(out * in), 40, 0.1f);
           Pair<uint8_t> w(weight_bytes(wf, dt));
@@ -285,7 +288,7 @@ TEST_F(MoeCuda, LinearFewRowsMultiMatchesCpu) {
 
 // A GLU's down projection with the SiLU product formed inside the GEMV, against the CPU.
 TEST_F(MoeCuda, LinearFewRowsGluMatchesCpu) {
-  const int64_t out = 300, in = 1024;
+  const int64_t out = 300, in = 1288;  // 5 column blocks and a part (bf16 at 1 row: the small form)
   for (DType dt : {DType::F32, DType::BF16})
     for (int64_t T : {1, 4})
       for (bool acc : {false, true}) {
