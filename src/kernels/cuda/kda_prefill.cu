@@ -256,7 +256,8 @@ struct PhaseTimer {
       std::fprintf(stderr, "kda_prefill timing: setup %.3f ms, prep %.3f ms, recurrence %.3f ms\n", t[0],
                    t[1], t[2]);
     else if (segments == 0)
-      std::fprintf(stderr, "kda_prefill timing: setup %.3f ms, prep + recurrence chained %.3f ms\n", t[0], t[1]);
+      std::fprintf(stderr, "kda_prefill timing: setup %.3f ms, prep + recurrence chained %.3f ms\n", t[0],
+                   t[1]);
     else
       std::fprintf(stderr,
                    "kda_prefill timing: setup %.3f ms, prep + recurrence in %d overlapped segments %.3f ms\n",
@@ -270,18 +271,18 @@ K2Params k2_params(const KdaPrefillLaunch& a, const int* d_blob, const uint8_t* 
                    const KdaPrefillPlan& plan, int s, const K2Form& form, const KdaPrepChain& chain) {
   const int first = plan.piece_begin[size_t(s)];
   K2Params p2{d_records,
-                    plan.n_chunks,
-                    a.v,
-                    a.v_stride,
-                    a.o,
-                    a.o_stride,
-                    a.pool,
-                    a.slot_stride,
-                    d_blob + plan.pieces_at + int64_t(first) * kPieceMetaInts,
-                    d_blob + plan.ck_chunk_at,
-                    d_blob + plan.ck_slot_at,
-                    k2_stages(),
-                    form.reserve_bytes};
+              plan.n_chunks,
+              a.v,
+              a.v_stride,
+              a.o,
+              a.o_stride,
+              a.pool,
+              a.slot_stride,
+              d_blob + plan.pieces_at + int64_t(first) * kPieceMetaInts,
+              d_blob + plan.ck_chunk_at,
+              d_blob + plan.ck_slot_at,
+              k2_stages(),
+              form.reserve_bytes};
   p2.win_count = chain.win_count, p2.win_shift = chain.win_shift, p2.n_windows = chain.n_windows;
   return p2;
 }
@@ -333,7 +334,8 @@ struct SmUse {
 };
 SmUse sm_use(const cudaFuncAttributes& f, int threads, const cudaDeviceProp& d) {
   const int64_t warps = (threads + 31) / 32, per_warp = (int64_t(f.numRegs) * 32 + 255) / 256 * 256;
-  const int64_t smem = int64_t(f.sharedSizeBytes) + f.maxDynamicSharedSizeBytes + int64_t(d.reservedSharedMemPerBlock);
+  const int64_t smem =
+      int64_t(f.sharedSizeBytes) + f.maxDynamicSharedSizeBytes + int64_t(d.reservedSharedMemPerBlock);
   return {warps * per_warp, (smem + 1023) / 1024 * 1024, threads, 1};
 }
 
@@ -341,7 +343,8 @@ SmUse sm_use(const cudaFuncAttributes& f, int threads, const cudaDeviceProp& d) 
 int recurrence_ctas_beside_prep(const SmUse& r, const SmUse& p, const cudaDeviceProp& d) {
   const int64_t cap[4] = {d.regsPerMultiprocessor, int64_t(d.sharedMemPerMultiprocessor),
                           d.maxThreadsPerMultiProcessor, d.maxBlocksPerMultiProcessor};
-  const int64_t need_r[4] = {r.regs, r.smem, r.threads, r.ctas}, need_p[4] = {p.regs, p.smem, p.threads, p.ctas};
+  const int64_t need_r[4] = {r.regs, r.smem, r.threads, r.ctas},
+                need_p[4] = {p.regs, p.smem, p.threads, p.ctas};
   int64_t k = 1 << 20;
   for (int i = 0; i < 4; ++i) {
     if (need_p[i] > cap[i]) return -1;
@@ -397,7 +400,8 @@ ChainForm choose_chain(const KdaPrefillLaunch& a, const KdaPrefillPlan& plan) {
     c.k2.reserve_bytes = 0;
   else
     return c;
-  if (const char* e = std::getenv("DS_KDA_K2_RESERVE_KB")) c.k2.reserve_bytes = std::clamp(std::atoi(e), 0, 227) * 1024;
+  if (const char* e = std::getenv("DS_KDA_K2_RESERVE_KB"))
+    c.k2.reserve_bytes = std::clamp(std::atoi(e), 0, 227) * 1024;
   if (const char* e = std::getenv("DS_KDA_CHAIN_SHIFT")) c.win_shift = std::clamp(std::atoi(e), 0, 12);
   // Load both kernels and read what a CTA of each takes.
   const cudaDeviceProp& d = device_props();

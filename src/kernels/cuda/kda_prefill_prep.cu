@@ -388,7 +388,8 @@ __global__ void __launch_bounds__(128, kBlocks) kda_prep_kernel(K1Params p, int6
       const int64_t c0 = p.chunk0 + first, c1 = c0 + n_mine;
       for (int64_t c = c0; c < c1;) {
         const int64_t w = c >> p.win_shift, end = min(c1, (w + 1) << p.win_shift);
-        asm volatile("red.release.gpu.global.add.s32 [%0], %1;" ::"l"(counts + w), "r"(int(end - c)) : "memory");
+        asm volatile("red.release.gpu.global.add.s32 [%0], %1;" ::"l"(counts + w), "r"(int(end - c))
+                     : "memory");
         c = end;
       }
     }
@@ -422,10 +423,26 @@ template <class T>
 void launch_kda_prep(const KdaPrefillLaunch& a, const int2* chunk_rows, uint8_t* records, int64_t n_chunks,
                      int64_t chunk0, int64_t count, cudaStream_t stream, const KdaPrepChain& chain) {
   if (count == 0) return;
-  const K1Params p{a.q,        a.k,         a.f,       a.b,       a.q_stride,     a.k_stride,
-                   a.f_stride, a.b_stride,  a.a_log,   a.dt_bias, a.lower_bound,  a.scale,
-                   chunk_rows, records,     n_chunks,  chunk0,    chain.win_count, chain.win_shift,
-                   chain.n_windows, chain.win_count != nullptr};
+  const K1Params p{a.q,
+                   a.k,
+                   a.f,
+                   a.b,
+                   a.q_stride,
+                   a.k_stride,
+                   a.f_stride,
+                   a.b_stride,
+                   a.a_log,
+                   a.dt_bias,
+                   a.lower_bound,
+                   a.scale,
+                   chunk_rows,
+                   records,
+                   n_chunks,
+                   chunk0,
+                   chain.win_count,
+                   chain.win_shift,
+                   chain.n_windows,
+                   chain.win_count != nullptr};
   static const int sms = [] {
     int dev = 0, n = 0;
     cudaGetDevice(&dev);

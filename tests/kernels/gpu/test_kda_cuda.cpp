@@ -293,8 +293,10 @@ TEST_F(KdaCuda, PrefillChainedGivesOneSegmentBits) {
     const char* name;
   };
   const Case cases[] = {
-      {KdaPrefillCase::make({37, 1, 64, 0, 100, 17}, 4, 128, -5.0f, DType::BF16, 21, 16), "chained safe/awkward"},
-      {KdaPrefillCase::make({77, 5, 300}, 4, 128, std::nullopt, DType::BF16, 22, 32, true), "chained softplus/steep"},
+      {KdaPrefillCase::make({37, 1, 64, 0, 100, 17}, 4, 128, -5.0f, DType::BF16, 21, 16),
+       "chained safe/awkward"},
+      {KdaPrefillCase::make({77, 5, 300}, 4, 128, std::nullopt, DType::BF16, 22, 32, true),
+       "chained softplus/steep"},
       {KdaPrefillCase::make({50, 129}, 2, 128, std::nullopt, DType::F32, 24, 48), "chained f32"},
       {KdaPrefillCase::make({700, 45}, 32, 128, std::nullopt, DType::BF16, 25, 64), "chained H32"},
       {KdaPrefillCase::make({600}, 96, 128, -5.0f, DType::BF16, 26, 128), "chained H96"},
