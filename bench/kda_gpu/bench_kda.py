@@ -93,6 +93,42 @@ def median_ms(fn, reps, warmup=3, flush=None):
     return statistics.median(times), times
 
 
+def one_ms(fn, flush=None):
+    """One CUDA-event timing of fn, after the L2 flush (if given)."""
+    if flush is not None:
+        flush.zero_()
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    s.record()
+    fn()
+    e.record()
+    e.synchronize()
+    return s.elapsed_time(e)
+
+
+def rotated_ms(fns, rounds, reps, warmup=3, flush=None, setup=None):
+    """Times the callables of fns (name -> fn) fairly against each other: every timed step runs each of
+    them once, in an order rotated by one each step (step i starts with the (i mod n)-th), so every
+    callable takes every position equally often; rounds x reps steps. setup(name), if given, runs
+    before each call (e.g. environment settings). Returns name -> (median of all samples, per-round
+    medians)."""
+    names = list(fns)
+    for name in names:
+        for _ in range(warmup):
+            if setup:
+                setup(name)
+            fns[name]()
+    samples = {name: [[] for _ in range(rounds)] for name in names}
+    for r in range(rounds):
+        for i in range(reps):
+            j = (r * reps + i) % len(names)
+            for name in names[j:] + names[:j]:
+                if setup:
+                    setup(name)
+                samples[name][r].append(one_ms(fns[name], flush))
+    return {name: (statistics.median([x for rr in per for x in rr]), [statistics.median(rr) for rr in per])
+            for name, per in samples.items()}
+
+
 def copy_bandwidth(n=4 << 30):
     src = torch.empty(n, dtype=torch.uint8, device='cuda').random_(0, 255)
     dst = torch.empty_like(src)
@@ -176,7 +212,8 @@ def run_env_sweep(ours, title, env, values, label, cases, reps, results, key, fl
 
 
 def run_settings_sweep(ours, settings, cases, reps, results, flush):
-    """deltaserve only: prefill time under each environment setting (a dict) on each (gate, H, T)."""
+    """deltaserve only: prefill time under each environment setting (a dict) on each (gate, H, T); the
+    settings are timed in an order rotated every step (rotated_ms), medians of reps samples each."""
     print('\n== sweep: environment settings (deltaserve prefill, ms) ==')
     for i, st in enumerate(settings):
         print(f'  s{i}: ' + ' '.join(f'{k}={v}' for k, v in st.items()))
@@ -184,12 +221,16 @@ def run_settings_sweep(ours, settings, cases, reps, results, flush):
     results.setdefault('envsweep', [])
     for gate, H, T in cases:
         args = one_sequence_args(gate, H, T, 1234 + H)
-        row = dict(gate=gate, H=H, T=T, settings=settings, ms=[])
-        for st in settings:
-            os.environ.update(st)
-            row['ms'].append(median_ms(lambda: ours.prefill(*args), reps, flush=flush)[0])
-            for key in st:
+        def apply(i):
+            for key in {k_ for st in settings for k_ in st}:
                 os.environ.pop(key, None)
+            os.environ.update(settings[i])
+
+        timed = rotated_ms({i: (lambda: ours.prefill(*args)) for i in range(len(settings))}, 1, reps,
+                           flush=flush, setup=apply)
+        for key in {k_ for st in settings for k_ in st}:
+            os.environ.pop(key, None)
+        row = dict(gate=gate, H=H, T=T, settings=settings, ms=[timed[i][0] for i in range(len(settings))])
         results['envsweep'].append(row)
         dump(results)
         print(f"{gate:9} {H:>3} {T:>6} " + ' '.join(f'{x:8.3f}' for x in row['ms']), flush=True)
@@ -201,8 +242,9 @@ def run_prefill(ours, chunk_kda, cases, copy_bw, mm_rate, reps, results, flush, 
                 fla_at=None, rounds=1):
     """fla_at: if given, the set of (H, T) at which fla runs (each new shape costs its autotuning);
     base: a second deltaserve library timed on the same inputs (its time and ours / base);
-    rounds: fla, ours and base each timed (median of reps) in turn this many times; the reported times
-    are the medians over rounds, and the rounds' own times are kept in the json."""
+    rounds x reps timed steps, each timing fla, ours and base once in an order rotated every step
+    (rotated_ms: no side always first or always after the other); the reported times are the medians
+    of all samples, and each round's median is kept in the json."""
     print('\n== prefill: deltaserve kda_prefill vs fla chunk_kda (bf16, B=1 packed) ==')
     hdr = f"{'gate':9} {'H':>3} {'T':>6} {'seqs':>4} {'fla ms':>8} {'ours ms':>8} {'ratio':>6} " \
           f"{'HBM floor ms':>12} {'% HBM':>6} {'TC floor ms':>11} {'% TC':>5} {'rel o':>8} {'rel S':>8}"
@@ -238,15 +280,15 @@ def run_prefill(ours, chunk_kda, cases, copy_bw, mm_rate, reps, results, flush, 
                 base.prefill(*args)
                 torch.cuda.synchronize()
                 err_base = rel(o_new, o)
-            per_round = dict(fla=[], ours=[], base=[])
-            for _ in range(rounds):
-                if with_fla:
-                    per_round['fla'].append(median_ms(
-                        lambda: fla_prefill(chunk_kda, q, k, v, g, b, a_log, dt_bias, lb, fcu), reps, flush=flush)[0])
-                per_round['ours'].append(median_ms(lambda: ours.prefill(*args), reps, flush=flush)[0])
-                if base is not None:
-                    per_round['base'].append(median_ms(lambda: base.prefill(*args), reps, flush=flush)[0])
-            med = {k_: statistics.median(v_) if v_ else float('nan') for k_, v_ in per_round.items()}
+            fns = {}
+            if with_fla:
+                fns['fla'] = lambda: fla_prefill(chunk_kda, q, k, v, g, b, a_log, dt_bias, lb, fcu)
+            fns['ours'] = lambda: ours.prefill(*args)
+            if base is not None:
+                fns['base'] = lambda: base.prefill(*args)
+            timed = rotated_ms(fns, rounds, reps, flush=flush)
+            per_round = {k_: timed[k_][1] if k_ in timed else [] for k_ in ('fla', 'ours', 'base')}
+            med = {k_: timed[k_][0] if k_ in timed else float('nan') for k_ in ('fla', 'ours', 'base')}
             t_fla, t_ours, t_base = med['fla'], med['ours'], med['base']
         hbm_floor = T * H * HBM_BYTES_PER_TOKEN_HEAD / copy_bw * 1e3
         tc_floor = sum(math.ceil(n / 16) for n in lens) * H * FLOPS_PER_CHUNK_HEAD / mm_rate * 1e3
@@ -481,7 +523,7 @@ def main():
     ap.add_argument('--out', default='')
     ap.add_argument('--reps', type=int, default=10)
     ap.add_argument('--prefill-rounds', type=int, default=1,
-                    help='prefill: time fla, deltaserve (and --lib-base) in turn this many times; medians over rounds')
+                    help='prefill: rounds of --reps steps, each timing fla, deltaserve (and --lib-base) once in rotated order')
     ap.add_argument('--gates', default='safe,softplus')
     ap.add_argument('--ours-only', action='store_true', help='prefill: time deltaserve only')
     ap.add_argument('--shapes', default='grid,varlen', help='prefill shapes: grid (H x T), varlen (16 sequences)')

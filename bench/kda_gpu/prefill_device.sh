@@ -14,8 +14,9 @@
 #   flawarm   fla's Triton kernels compiled for every (gate, H) and varlen set of the table, in
 #             parallel processes (gates of GATES); their autotuning choices then dropped
 #   table     the prefill table side by side with fla: both gates, H 32/64/96 × T 8k/32k/64k and the
-#             16-sequence varlen batch ($TABLE_GATES, default safe,softplus; $LIB_BASE timed beside; fla,
-#             ours and base timed in turn $ROUNDS times, medians over the rounds)
+#             16-sequence varlen batch ($TABLE_GATES, default safe,softplus; $LIB_BASE timed beside;
+#             $ROUNDS x $REPS steps, each timing fla, ours and base once in an order rotated every step,
+#             medians of all samples)
 #   ncu       Nsight Compute on kernel $NCU_KERNEL (default kda_prep), one call per gate of $NCU_GATES,
 #             H = $NCU_H, T = $NCU_T (prof_prefill.py): details page and per-SASS-instruction counts
 # Logs (at most 8 files) under $OUT. fla's Triton kernels compile and autotune on first use; a cache from an
