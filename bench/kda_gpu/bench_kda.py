@@ -80,16 +80,7 @@ class Ours:
 def median_ms(fn, reps, warmup=3, flush=None):
     for _ in range(warmup):
         fn()
-    times = []
-    for _ in range(reps):
-        if flush is not None:
-            flush.zero_()
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        fn()
-        e.record()
-        e.synchronize()
-        times.append(s.elapsed_time(e))
+    times = [one_ms(fn, flush) for _ in range(reps)]
     return statistics.median(times), times
 
 
