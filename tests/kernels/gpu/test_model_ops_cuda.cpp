@@ -122,6 +122,14 @@ TEST_F(ModelOpsCuda, ElementwiseRows) {
     cast_rows(b.view(d), back.view(d));
   }
   EXPECT_EQ(back.gpu_f32(), back.cpu_f32()) << "f32 -> bf16 -> f32 rounds identically";
+  // 36 columns: the four-column f32 -> bf16 kernel.
+  const Twin x4 = Twin::randn(5, 36, 6);
+  Twin b4 = Twin::of(std::vector<uint16_t>(5 * 36), DType::BF16, 5, 36), back4 = Twin::randn(5, 36, 7);
+  for (Device d : {Device::Cpu, Device::Cuda}) {
+    cast_rows(x4.view(d), b4.view(d));
+    cast_rows(b4.view(d), back4.view(d));
+  }
+  EXPECT_EQ(back4.gpu_f32(), back4.cpu_f32()) << "four-column f32 -> bf16 rounds identically";
 }
 
 TEST_F(ModelOpsCuda, GathersAndCombine) {
