@@ -17,32 +17,27 @@
 //     state loads are issued before the wait as well, so they overlap that kernel's tail. Each CTA
 //     lets the next kernel launch as soon as it starts (griddepcontrol.launch_dependents); both
 //     instructions do nothing in a plain launch.
-// With S' = Diag(α) S and raw (unnormalised) conv outputs q̃, k̃ (q = q̃/|q̃|, k = k̃/|k̃|):
-//   kᵀS' = k̃ᵀS' / |k̃|,  e = v − kᵀS',  o = scale · (qᵀS' + β (q·k) e),  S ← S' + k̃ (β e / |k̃|).
+// Its per-channel and per-column arithmetic is in kda_decode_common.cuh.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include "kernels/cuda/act_io.cuh"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/kda_decode_common.cuh"
 #include "kernels/cuda/kda_launch.h"
 #include "kernels/cuda/mma.cuh"
 #include "kernels/cuda/pdl.cuh"
-#include "kernels/cuda/vec_load.cuh"
 
 namespace ds::cuda {
 namespace {
 
-constexpr int kD = 128;
-constexpr int kW = 4, kWl = kW - 1;  // conv taps, window length
+constexpr int kD = kKdaD, kW = kKdaW, kWl = kKdaWl;
 
 __device__ __forceinline__ void cp_async_wait_all() {
   asm volatile("cp.async.wait_all;\n" ::: "memory");
 }
 __device__ __forceinline__ void prefetch_l2(const void* p) {
   asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p));
-}
-__device__ __forceinline__ float4 fma4(float4 a, float s, float4 c) {
-  return make_float4(fmaf(a.x, s, c.x), fmaf(a.y, s, c.y), fmaf(a.z, s, c.z), fmaf(a.w, s, c.w));
 }
 
 template <class T, int kRegRows, int kMinCtas, bool kEarly>
@@ -94,11 +89,9 @@ __global__ void __launch_bounds__(128, kMinCtas)
   pdl_wait();  // the previous kernel's writes (activations) are visible from here on
 
   // Activations (channel j of q, k, v), gate inputs; then the state when not loaded above.
-  const T* pre[3] = {static_cast<const T*>(p.q), static_cast<const T*>(p.k), static_cast<const T*>(p.v)};
-  const int64_t pre_stride[3] = {p.q_stride, p.k_stride, p.v_stride};
   float x[3];
 #pragma unroll
-  for (int pr = 0; pr < 3; ++pr) x[pr] = load_act(pre[pr], int64_t(bi) * pre_stride[pr] + ch);
+  for (int pr = 0; pr < 3; ++pr) x[pr] = load_projection<T>(p, pr, bi, ch);
   const float z = load_act(static_cast<const T*>(p.f), int64_t(bi) * p.f_stride + ch) + dtb;
   const float b_raw = load_act(static_cast<const T*>(p.b), int64_t(bi) * p.b_stride + h);
   if constexpr (!kEarly) load_state();
@@ -118,30 +111,13 @@ __global__ void __launch_bounds__(128, kMinCtas)
   float c[3];
 #pragma unroll
   for (int pr = 0; pr < 3; ++pr) {
-    float acc = tap[pr][kWl] * x[pr];
-#pragma unroll
-    for (int t = 0; t < kWl; ++t) acc = fmaf(tap[pr][t], win[pr][t], acc);
-    c[pr] = acc / (1.0f + expf(-acc));
-    float* wp = win_base + int64_t(pr) * P * kWl;
-#pragma unroll
-    for (int t = 0; t + 1 < kWl; ++t) wp[t] = win[pr][t + 1];
-    wp[kWl - 1] = x[pr];
+    c[pr] = conv_silu(tap[pr], win[pr], x[pr]);
+    conv_shift(win_base + int64_t(pr) * P * kWl, win[pr], x[pr]);
   }
-  const float a = expf(a_log);
-  const float g =
-      p.safe_gate ? p.lower_bound / (1.0f + expf(-a * z)) : -a * (z > 20.0f ? z : log1pf(expf(z)));
-  const float al = expf(g);
-  const float beta = 1.0f / (1.0f + expf(-b_raw));
-  rec[j] = make_float4(al, c[1], c[0], 0.0f);
+  const float beta = sigmoid(b_raw);
+  rec[j] = make_float4(decay_alpha(p, z, a_log), c[1], c[0], 0.0f);
   k_s[j] = c[1], v_s[j] = c[2];
-  float qq = warp_sum(c[0] * c[0]), kk = warp_sum(c[1] * c[1]), qk = warp_sum(c[0] * c[1]);
-  if (lane == 0) red[0][w] = qq, red[1][w] = kk, red[2][w] = qk;
-  __syncthreads();
-  qq = red[0][0] + red[0][1] + red[0][2] + red[0][3];
-  kk = red[1][0] + red[1][1] + red[1][2] + red[1][3];
-  qk = red[2][0] + red[2][1] + red[2][2] + red[2][3];
-  const float inv_q = rsqrtf(qq + 1e-6f), inv_k = rsqrtf(kk + 1e-6f);
-  const float qk_n = qk * inv_q * inv_k;
+  const QkNorms n = qk_norms(c[0], c[1], red);
 
   // kᵀS', qᵀS' over this lane's rows, then over the four row groups of the warp.
   if constexpr (kShRows > 0) cp_async_wait_all();  // own copies only: no barrier needed
@@ -150,24 +126,11 @@ __global__ void __launch_bounds__(128, kMinCtas)
   for (int i = 0; i < 32; ++i) {
     const float4 rc = rec[4 * i + rs];
     float4& sv = i < kRegRows ? s[i < kRegRows ? i : 0] : s_sh[i < kRegRows ? 0 : i - kRegRows][j];
-    sv.x *= rc.x, sv.y *= rc.x, sv.z *= rc.x, sv.w *= rc.x;  // S' = Diag(α) S, kept
-    pa = fma4(sv, rc.y, pa);
-    pb = fma4(sv, rc.z, pb);
+    decay_and_project(sv, rc, pa, pb);  // S' = Diag(α) S, kept
   }
-#pragma unroll
-  for (int o = 8; o < 32; o *= 2) {
-    pa.x += __shfl_xor_sync(0xffffffffu, pa.x, o), pa.y += __shfl_xor_sync(0xffffffffu, pa.y, o);
-    pa.z += __shfl_xor_sync(0xffffffffu, pa.z, o), pa.w += __shfl_xor_sync(0xffffffffu, pa.w, o);
-    pb.x += __shfl_xor_sync(0xffffffffu, pb.x, o), pb.y += __shfl_xor_sync(0xffffffffu, pb.y, o);
-    pb.z += __shfl_xor_sync(0xffffffffu, pb.z, o), pb.w += __shfl_xor_sync(0xffffffffu, pb.w, o);
-  }
+  row_group_sum(pa, pb);
   const float4 v4 = *reinterpret_cast<const float4*>(&v_s[32 * w + 4 * cg]);
-  const float4 e =
-      make_float4(v4.x - pa.x * inv_k, v4.y - pa.y * inv_k, v4.z - pa.z * inv_k, v4.w - pa.w * inv_k);
-  const float bq = beta * qk_n, bk = beta * inv_k;
-  const float4 o = make_float4(p.scale * (pb.x * inv_q + bq * e.x), p.scale * (pb.y * inv_q + bq * e.y),
-                               p.scale * (pb.z * inv_q + bq * e.z), p.scale * (pb.w * inv_q + bq * e.w));
-  const float4 u = make_float4(bk * e.x, bk * e.y, bk * e.z, bk * e.w);
+  const auto [o, u] = delta_columns(v4, pa, pb, n, beta, p.scale);
 
   // S ← S' + k̃ uᵀ, stored as it is formed. k̃ is read as one float per row: reading the float4
   // records again made ptxas hoist all 32 of them and spill.
@@ -178,7 +141,7 @@ __global__ void __launch_bounds__(128, kMinCtas)
   }
 
   // Gated RMSNorm output: Σ o² over the 128 columns (row group 0 of each warp holds them).
-  float o2 = rs == 0 ? o.x * o.x + o.y * o.y + o.z * o.z + o.w * o.w : 0.0f;
+  float o2 = rs == 0 ? sum_squares(o) : 0.0f;
   o2 = warp_sum(o2);
   if (rs == 0) *reinterpret_cast<float4*>(&o_s[32 * w + 4 * cg]) = o;
   if (lane == 0) red[3][w] = o2;
@@ -212,19 +175,7 @@ void launch_form(const KdaDecodeLaunch& l, const KdaDecodeForm& form) {
   const bool hf = form.heads_first && l.B <= 65535;  // grid y limit
   const dim3 grid = hf ? dim3{unsigned(l.H), unsigned(l.B)} : dim3{unsigned(l.B), unsigned(l.H)};
   const int ahead = form.prefetch ? resident() : 0;
-  const cudaStream_t stream = static_cast<cudaStream_t>(l.stream);
-  if (form.pdl && stream != nullptr) {  // the legacy default stream keeps plain launches
-    cudaLaunchAttribute attr{};
-    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr.val.programmaticStreamSerializationAllowed = 1;
-    cudaLaunchConfig_t cfg{};
-    cfg.gridDim = grid, cfg.blockDim = dim3{128}, cfg.dynamicSmemBytes = 0, cfg.stream = stream;
-    cfg.attrs = &attr, cfg.numAttrs = 1;
-    check(cudaLaunchKernelEx(&cfg, kernel, l, ahead, hf), "kda_decode (columns) programmatic launch");
-  } else {
-    kernel<<<grid, 128, 0, stream>>>(l, ahead, hf);
-  }
-  check_launch("kda_decode (columns) kernel");
+  launch_kda_decode_kernel(kernel, grid, l, form.pdl, "kda_decode (columns) kernel", ahead, hf);
 }
 
 template <class T>
