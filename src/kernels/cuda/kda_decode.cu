@@ -116,12 +116,25 @@ __global__ void __launch_bounds__(128) kda_decode_kernel(KdaDecodeLaunch p) {
   store_act(static_cast<T*>(p.y), int64_t(bi) * p.y_stride + ch, y);
 }
 
+// Multiprocessors of the current device (asked once: the first use may be inside a graph capture).
+int multiprocessors() {
+  static const int n = [] {
+    int dev = 0, sms = 0;
+    cudaGetDevice(&dev);
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    return sms;
+  }();
+  return n;
+}
+
 }  // namespace
 
 // The form used when DS_KDA_DECODE is unset or names no form (kda_launch.h lists them). On an H200
 // (H = 32, batch 1-256) cols-hf moved the state at 1.09-1.36x the rate of rows, and no other form
 // was faster at batch >= 32; as a programmatic dependent launch (-pdl) it gained 0.6-3 % more at
-// batch 32-256, 4-5 % with the state loads overlapping the previous kernel (docs/perf.md).
+// batch 32-256, 4-5 % with the state loads overlapping the previous kernel. The cluster form at batch 1
+// (auto-pdl, 128 CTAs instead of 32) left the 48B-shape decode step 0.6-0.8 % slower (docs/perf.md,
+// decode round 7).
 constexpr const char* kDefaultDecodeForm = "cols-hf-pdl";
 
 KdaDecodeForm parse_kda_decode_form(const char* name) {
@@ -142,12 +155,22 @@ KdaDecodeForm parse_kda_decode_form(const char* name) {
   if (n == "cols") return f.cols = true, f;
   if (n == "cols-smem4") return f.cols = true, f.smem_ctas = 4, f;
   if (n == "cols-smem5") return f.cols = true, f.smem_ctas = 5, f;
+  if (n == "cl4") return f.cluster = true, f;
+  if (n == "auto") return f.automatic = true, f;
   return name ? parse_kda_decode_form(nullptr) : KdaDecodeForm{};
 }
 
 void launch_kda_decode(const KdaDecodeLaunch& l) {
   if (l.B == 0) return;
-  const KdaDecodeForm form = parse_kda_decode_form(std::getenv("DS_KDA_DECODE"));
+  KdaDecodeForm form = parse_kda_decode_form(std::getenv("DS_KDA_DECODE"));
+  if (form.automatic) {
+    form.automatic = false;
+    if (int64_t(l.B) * l.H < multiprocessors())
+      form.cluster = true;
+    else
+      form.cols = form.heads_first = true;
+  }
+  if (form.cluster && kda_decode_cols_supported(l)) return launch_kda_decode_cluster(l, form);
   if (form.cols && kda_decode_cols_supported(l)) return launch_kda_decode_cols(l, form);
   const dim3 grid{unsigned(l.B), unsigned(l.H)};
   const cudaStream_t stream = static_cast<cudaStream_t>(l.stream);

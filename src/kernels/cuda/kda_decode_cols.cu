@@ -17,7 +17,7 @@
 //     state loads are issued before the wait as well, so they overlap that kernel's tail. Each CTA
 //     lets the next kernel launch as soon as it starts (griddepcontrol.launch_dependents); both
 //     instructions do nothing in a plain launch.
-// Its per-channel and per-column arithmetic is in kda_decode_common.cuh.
+// The arithmetic it shares with the cluster form is in kda_decode_common.cuh.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 

@@ -1,7 +1,7 @@
-// Internal to src/kernels/cuda: the per-channel and per-column arithmetic of the KDA decode's column
-// form (kda_decode_cols.cu; K = V = 128, conv size 4) and its launch. A warp's state is laid out as:
-// lane (rs = lane / 8, cg = lane % 8) holds rows 4i + rs of the warp's rows and four value columns
-// 4cg .. 4cg+3 as one float4.
+// Internal to src/kernels/cuda: the per-channel and per-column arithmetic that the KDA decode's column
+// form (kda_decode_cols.cu) and cluster form (kda_decode_cluster.cu) share (K = V = 128, conv size 4),
+// and their launch. Both lay a warp's state out the same way: lane (rs = lane / 8, cg = lane % 8)
+// holds rows 4i + rs of the warp's rows and four value columns 4cg .. 4cg+3 as one float4.
 // With S' = Diag(α) S and raw (unnormalised) conv outputs q̃, k̃ (q = q̃/|q̃|, k = k̃/|k̃|):
 //   kᵀS' = k̃ᵀS' / |k̃|,  e = v − kᵀS',  o = scale · (qᵀS' + β (q·k) e),  S ← S' + k̃ (β e / |k̃|).
 #pragma once

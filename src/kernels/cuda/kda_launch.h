@@ -50,20 +50,25 @@ void launch_kda_prefill(const KdaPrefillLaunch& l);
 //   rows         state rows split over warps, state in registers (kda_decode.cu, the plain form);
 //   cols         value columns per warp, state in registers (kda_decode_cols.cu);
 //   cols-smem4, cols-smem5  the same with half the state rows in shared memory (4 / 5 CTAs per SM);
+//   cl4          a cluster of 4 CTAs per (sequence, head), 32 value columns each (kda_decode_cluster.cu);
+//   auto         cl4 where B · H is below the number of multiprocessors, else cols-hf;
 // with suffixes -pf (L2 prefetch of the state of the CTA one residency later in launch order),
 // -hf (heads first in launch order: the CTAs of one sequence run together) and -pdl (programmatic
 // dependent launch on a non-null stream: the CTAs start while the previous kernel finishes and wait
 // for it before reading its outputs; the state loads too unless overlap_prior_kernel), e.g.
-// cols-smem5-pf-hf, cols-hf-pdl.
-// The column forms need conv size 4; other sizes take the rows form.
+// cols-smem5-pf-hf, cols-hf-pdl, cl4-pdl, auto-pdl (the cluster form is always heads first).
+// The column and cluster forms need conv size 4; other sizes take the rows form.
 struct KdaDecodeForm {
   bool cols = false;
-  int smem_ctas = 0;  // 0: whole state in registers (3 CTAs per SM); 4 or 5: half in shared memory
+  bool cluster = false;    // cl4
+  bool automatic = false;  // auto: cluster or cols-hf by B · H, at launch
+  int smem_ctas = 0;       // 0: whole state in registers (3 CTAs per SM); 4 or 5: half in shared memory
   bool prefetch = false, heads_first = false, pdl = false;
 };
 KdaDecodeForm parse_kda_decode_form(const char* name);  // nullptr or unknown: the default
 void launch_kda_decode(const KdaDecodeLaunch& l);
-bool kda_decode_cols_supported(const KdaDecodeLaunch& l);
-void launch_kda_decode_cols(const KdaDecodeLaunch& l, const KdaDecodeForm& form);  // form.cols
+bool kda_decode_cols_supported(const KdaDecodeLaunch& l);  // also the cluster form's condition
+void launch_kda_decode_cols(const KdaDecodeLaunch& l, const KdaDecodeForm& form);     // form.cols
+void launch_kda_decode_cluster(const KdaDecodeLaunch& l, const KdaDecodeForm& form);  // form.cluster
 
 }  // namespace ds::cuda

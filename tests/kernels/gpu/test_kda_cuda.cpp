@@ -383,12 +383,15 @@ TEST_F(KdaCuda, DecodeMatchesCpu) {
   expect_decode(KdaDecodeCase::make(3, 96, 128, -5.0f, DType::BF16, 34), "safe bf16 B3 H96");
 }
 
-// Every decode form (env DS_KDA_DECODE, kernels/cuda/kda_launch.h) computes the same function.
+// Every decode form (env DS_KDA_DECODE, kernels/cuda/kda_launch.h) computes the same function
+// (auto-pdl: the cluster form for B1 H32 and B5 H8, the column form for the others).
 TEST_F(KdaCuda, DecodeFormsMatchCpu) {
   for (const char* form : {"rows", "cols", "cols-smem4", "cols-smem5", "cols-pf", "cols-smem5-pf", "cols-hf",
-                           "cols-smem5-pf-hf", "cols-hf-pdl"}) {
+                           "cols-smem5-pf-hf", "cols-hf-pdl", "cl4", "cl4-pdl", "auto-pdl"}) {
     setenv("DS_KDA_DECODE", form, 1);
     const std::string f = form;
+    expect_decode(KdaDecodeCase::make(1, 32, 128, std::nullopt, DType::BF16, 44),
+                  (f + " softplus bf16 B1 H32").c_str());
     expect_decode(KdaDecodeCase::make(64, 32, 128, std::nullopt, DType::BF16, 41),
                   (f + " softplus bf16 B64").c_str());
     expect_decode(KdaDecodeCase::make(5, 8, 128, -5.0f, DType::F32, 42), (f + " safe f32 B5 H8").c_str());
@@ -403,7 +406,7 @@ TEST_F(KdaCuda, DecodeFormsMatchCpu) {
 // step 1's states and windows), step 3 on other slots with overlap_prior_kernel (it may load its
 // states while step 2 runs). Each step's y, and the pools at the end, match three CPU steps.
 TEST_F(KdaCuda, DecodeStepsBackToBackOnAStream) {
-  for (const char* form : {"cols-hf-pdl", "cols-hf", "rows"}) {
+  for (const char* form : {"cols-hf-pdl", "cols-hf", "rows", "cl4-pdl", "cl4"}) {
     setenv("DS_KDA_DECODE", form, 1);
     const KdaDecodeCase c = KdaDecodeCase::make(64, 32, 128, std::nullopt, DType::BF16, 51);
     std::vector<int32_t> other;  // B slots that step 1 does not touch
