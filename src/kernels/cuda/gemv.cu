@@ -149,11 +149,16 @@ void launch_rows(Form form, int64_t T, const float* x2, int64_t x2s, int64_t in,
 }
 
 // The form of a launch of `rows` output rows in all: Small where Narrow would have fewer CTAs than
-// env DS_GEMV_SMALL_CTAS (default: the multiprocessors).
+// env DS_GEMV_SMALL_CTAS, default 1.5 × the multiprocessors: below that, Narrow's 16-row CTAs load
+// the multiprocessors unevenly (at 144 CTAs on 132, the 48B shape's 2304-row output projections,
+// 12 multiprocessors stream two CTAs' rows while the rest wait), while Small spreads the rows over
+// 8× as many 2-warp CTAs. On an H200 (docs/perf.md, decode round 7) 1.5× (the router and the output
+// projections Small) was 0.3 % faster a batch-1 step than 1× (the router alone) in 6 of 6 rotated
+// rounds; Small for every launch was not faster than 1×.
 Form pick_form(bool bf16, int64_t T, int64_t in, int64_t rows) {
   static const int64_t small_below = [] {
     const char* e = std::getenv("DS_GEMV_SMALL_CTAS");
-    return e != nullptr ? int64_t(std::atoll(e)) : int64_t(mla_sm_count());
+    return e != nullptr ? int64_t(std::atoll(e)) : int64_t(mla_sm_count()) * 3 / 2;
   }();
   const int64_t narrow_ctas = (rows + 15) / 16;
   return bf16 && T <= 2 && in > 1024 && narrow_ctas < small_below ? Form::Small : Form::Narrow;
