@@ -85,7 +85,7 @@ bool HybridCache::Impl::forks_mid_path() const {
 bool HybridCache::Impl::make_room(int tier, int64_t bytes) {
   if (bytes > cfg.tiers[tier].capacity_bytes) return false;
   if (tier == 0) expire_held();
-  const int64_t held = tier == 0 && admission_mode && overloaded() ? reclaimable_held : 0;
+  const int64_t held = tier == 0 && blocks_for_held() ? reclaimable_held : 0;
   if (free_bytes(tier) + reclaimable[tier] - held < bytes) {  // cannot succeed: evict nothing
     ++stats.room_refusals;
     return false;
@@ -239,7 +239,7 @@ bool HybridCache::Impl::evict_one(int tier) {
     while (!hq.empty() && !kv_unit_valid(tier, hq.top())) hq.pop();
     const bool over = overloaded();
     const bool take_held =
-        !hq.empty() && (kq.empty() ? !(over && admission_mode) : !over && hq.top().score < kq.top().score);
+        !hq.empty() && (kq.empty() ? !blocks_for_held() : !over && hq.top().score < kq.top().score);
     EvictionQueue& kq_or_held = take_held ? hq : kq;
     const bool has_kv = !kq_or_held.empty();
     const bool has_ckpt = ckpt_units(tier) && !cq.empty();

@@ -114,12 +114,19 @@ bool has_prefix(const std::string& spec, const std::string& name) {
 // paths that a waiting request announced leave last, the latest arrival first: under overload the queue is
 // admitted in arrival order, so the path whose reuse lies furthest ahead is the newest arrival's
 // (Belady's choice for a FIFO queue; plain LRU would evict the queue head's path first and hit
-// nothing once the working set exceeds the budget). KV leaves only; O(log n) per decision.
+// nothing once the working set exceeds the budget). KV leaves only; O(log n) per decision. With
+// `:queued`, a prompt waits for held bytes only while another request is queued behind it: the
+// scheduler admits first come first served, so a prompt that waits alone (a turn of one of the few
+// very long sessions, with the working set about the budget) idles the lanes until the running
+// requests drain, while with a queue behind it the memory is what every waiting request is short
+// of (docs/policy.md, "Admission blocking").
 class BoundaryAware final : public EvictionPolicy {
  public:
-  BoundaryAware(const CacheModelSizes& s, int64_t page_tokens, bool queue)
-      : marconi_(1.0, 64.0, s, page_tokens), queue_(queue) {}
-  std::string name() const override { return queue_ ? "boundary-aware:queue" : "boundary-aware"; }
+  BoundaryAware(const CacheModelSizes& s, int64_t page_tokens, bool queue, bool queued)
+      : marconi_(1.0, 64.0, s, page_tokens), queue_(queue), queued_(queued) {}
+  std::string name() const override {
+    return queue_ ? "boundary-aware:queue" : queued_ ? "boundary-aware:queued" : "boundary-aware";
+  }
   bool evicts_checkpoints_alone() const override { return false; }
   bool uses_replay_tokens() const override { return true; }
   float checkpoint_value(int64_t replay, int64_t end) const override {
@@ -129,6 +136,7 @@ class BoundaryAware final : public EvictionPolicy {
   bool uses_arrivals() const override { return queue_; }
   bool drops_superseded_checkpoints() const override { return true; }
   bool holds_paths() const override { return true; }
+  bool blocks_only_behind_queue() const override { return queued_; }
   double kv_score(uint64_t access, float v) const override { return static_cast<double>(access) + 0.5 * v; }
   double checkpoint_score(uint64_t access, float v) const override {
     return static_cast<double>(access) + 0.5 * v;
@@ -137,6 +145,7 @@ class BoundaryAware final : public EvictionPolicy {
  private:
   FlopPerByte marconi_;  // only its value function
   bool queue_;           // :queue — waiting requests' paths leave last (uses_arrivals)
+  bool queued_;          // :queued — prompts wait for held bytes only with a queue behind them
 };
 
 }  // namespace
@@ -160,11 +169,12 @@ std::unique_ptr<EvictionPolicy> make_eviction_policy(const std::string& spec, co
     if (w > 1 || horizon <= 0) fail("eviction policy '{}': weight must be in [0,1], horizon > 0", spec);
     return std::make_unique<SegLen>(w, horizon, page_tokens);
   }
-  if (spec == "boundary-aware" || spec == "boundary-aware:queue")
-    return std::make_unique<BoundaryAware>(sizes, page_tokens, spec.size() > 14);
+  if (spec == "boundary-aware" || spec == "boundary-aware:queue" || spec == "boundary-aware:queued")
+    return std::make_unique<BoundaryAware>(sizes, page_tokens, spec == "boundary-aware:queue",
+                                           spec == "boundary-aware:queued");
   fail(
       "unknown eviction policy '{}' (leaf-lru | consumed-state-lru | flop-per-byte[:alpha[:horizon]] | "
-      "seglen[:weight[:horizon]] | boundary-aware[:queue])",
+      "seglen[:weight[:horizon]] | boundary-aware[:queue|:queued])",
       spec);
 }
 

@@ -29,6 +29,10 @@
 //                             sessions) are released. Not overloaded: one LRU order over all leaves.
 //   boundary-aware:queue      the same, and KV leaves on the path of a waiting request
 //                             (HybridCache::announce) leave after all others, latest arrival first.
+//   boundary-aware:queued     the same as boundary-aware, but a new request's prompt waits for held
+//                             bytes only while another request is queued behind it (requests
+//                             announced, not finished and not running); the only one waiting takes
+//                             held paths (the oldest first) rather than idle the running lanes.
 #pragma once
 
 #include <cstdint>
@@ -65,6 +69,8 @@ class EvictionPolicy {
   virtual bool drops_superseded_checkpoints() const { return false; }
   // true: the cache holds a subset of paths back from admissions (see boundary-aware above).
   virtual bool holds_paths() const { return false; }
+  // true (holds_paths): a prompt is refused for held bytes only while another request waits.
+  virtual bool blocks_only_behind_queue() const { return false; }
 };
 
 std::unique_ptr<EvictionPolicy> make_eviction_policy(const std::string& spec, const CacheModelSizes& sizes,

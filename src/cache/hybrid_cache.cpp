@@ -244,7 +244,9 @@ CacheHit HybridCache::match(std::span<const int32_t> prompt) const {
 }
 
 void HybridCache::announce(std::span<const int32_t> prompt) {
-  if (emu_ || !impl_->eviction->uses_arrivals()) return;
+  if (emu_) return;
+  ++impl_->n_arrived;
+  if (!impl_->eviction->uses_arrivals()) return;
   Impl& m = *impl_;
   TreeWalk w;
   m.walk(prompt, w);
@@ -301,6 +303,7 @@ std::optional<Admission> HybridCache::admit(std::span<const int32_t> prompt, Cac
   m.pinned_ckpt = hit_node;
   const int64_t need = m.live_bytes + hit.n_hit_host_tokens / m.cfg.page_tokens * m.page_bytes;
   int32_t slot = -1;
+  m.waiting_others = m.n_arrived - m.n_finished - static_cast<int64_t>(m.seqs.size()) - 1;
   m.admission_mode = m.eviction->holds_paths() && !m.seqs.empty();
   if (m.free_bytes(0) >= need || m.make_room(0, need)) slot = m.states[0].allocate_live();
   m.admission_mode = false;
@@ -384,6 +387,7 @@ bool HybridCache::reserve(SeqId seq, int64_t n_tokens_total) {
   if (n_new > 0) {
     const int64_t need = n_new * m.page_bytes;
     // A prompt still being computed may not take held paths while other requests run.
+    m.waiting_others = m.n_arrived - m.n_finished - static_cast<int64_t>(m.seqs.size());
     m.admission_mode = m.eviction->holds_paths() && m.seqs.size() > 1 && s.committed_tokens < s.prompt_tokens;
     const bool room = m.free_bytes(0) >= need || m.make_room(0, need);
     m.admission_mode = false;
@@ -472,6 +476,7 @@ void HybridCache::finish(SeqId seq, std::span<const int32_t> all_tokens) {
       m.free_checkpoint_slot(s.decode_end.slot);
     s.decode_end.slot = -1;
   }
+  ++m.n_finished;
   m.release(seq);
 }
 

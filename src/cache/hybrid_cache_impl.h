@@ -89,6 +89,14 @@ struct HybridCache::Impl {
   // horizon: above one half, the cache evicts paths that will be reused (demand exceeds capacity).
   double live_evictions = 0;
   bool overloaded() const { return live_evictions > 0.5; }
+  // Requests announced (HybridCache::announce: every arrival the scheduler queues) and finished;
+  // while a request is being admitted, waiting_others = the requests still waiting besides it.
+  int64_t n_arrived = 0, n_finished = 0, waiting_others = 0;
+  // Room for a new request's prompt may not come from held paths: overloaded, other requests running
+  // (admission_mode) and, for blocks_only_behind_queue, another request waiting behind this one.
+  bool blocks_for_held() const {
+    return admission_mode && overloaded() && (!eviction->blocks_only_behind_queue() || waiting_others > 0);
+  }
   std::unordered_map<SeqId, CacheSeq> seqs;
   SeqId next_seq = 1;
   // Eviction policies that use arrivals: node -> arrival rank of the earliest waiting request whose

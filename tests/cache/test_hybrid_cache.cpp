@@ -405,6 +405,42 @@ TEST(HybridCache, BoundaryAwareHoldsPathsUnderCyclicOverload) {
   EXPECT_GE(late_hits["boundary-aware"], 10 * 16);  // at least one session hits every turn
 }
 
+// boundary-aware:queued: under overload a new prompt waits for held bytes only while another request
+// is queued behind it. After the cyclic overload above (every arrival announced, as the scheduler
+// does), a prompt that needs held bytes is admitted when it waits alone and refused (it waits) when
+// another request waits behind it; blocking only ever takes room away.
+TEST(HybridCache, BoundaryAwareQueuedBlocksOnlyWithAQueueBehind) {
+  auto admitted = [](int prompt_tokens, bool queue_behind) {
+    HybridCache cache(small_config("boundary-aware", "boundary-aware:queued", 50));
+    const auto bg_prompt = iota_tokens(9000, 4);
+    cache.announce(bg_prompt);
+    auto bg = cache.admit(bg_prompt);  // runs throughout: every admission has company
+    EXPECT_TRUE(bg && cache.reserve(bg->seq, 4));
+    for (int round = 0; round < 30; ++round)
+      for (int s = 0; s < 4; ++s) {
+        const auto prompt = concat(iota_tokens(1000 * (s + 1), 16), {int32_t(100000 + round)});
+        cache.announce(prompt);
+        run_request(cache, prompt);
+      }
+    EXPECT_GT(cache.stats().overloaded_admissions, 0);
+    if (queue_behind) cache.announce(iota_tokens(70000, 8));
+    const auto p = iota_tokens(50000, prompt_tokens);
+    cache.announce(p);
+    auto a = cache.admit(p);
+    const bool ok = a && cache.reserve(a->seq, prompt_tokens);
+    cache.check_invariants();
+    return ok;
+  };
+  int alone_only = 0;
+  for (int n = 4; n <= 44; n += 4) {
+    SCOPED_TRACE(n);
+    const bool alone = admitted(n, false), behind = admitted(n, true);
+    EXPECT_TRUE(alone || !behind);
+    alone_only += alone && !behind;
+  }
+  EXPECT_GT(alone_only, 0);
+}
+
 // boundary-aware's tail state: while prompts leave cached paths inside them (and at the start,
 // before the cache has seen a reuse horizon of admissions without one) a long prompt also gets a
 // state at the last 32K multiple below its end, so a later prompt that leaves it before its end

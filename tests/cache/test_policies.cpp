@@ -105,6 +105,11 @@ TEST(Eviction, ParsesSpecsAndSaysWhatItDrops) {
   EXPECT_TRUE(ba->drops_stranded_first());
   EXPECT_FALSE(ba->uses_arrivals());
   EXPECT_TRUE(make_eviction_policy("boundary-aware:queue", s, 4)->uses_arrivals());
+  EXPECT_FALSE(ba->blocks_only_behind_queue());
+  auto queued = make_eviction_policy("boundary-aware:queued", s, 4);
+  EXPECT_EQ(queued->name(), "boundary-aware:queued");
+  EXPECT_TRUE(queued->blocks_only_behind_queue() && queued->holds_paths());
+  EXPECT_FALSE(queued->uses_arrivals());
   EXPECT_THROW(make_eviction_policy("boundary-aware:x", s, 4), Error);
   EXPECT_FALSE(make_eviction_policy("leaf-lru", s, 4)->drops_stranded_first());
   EXPECT_LT(ba->kv_score(3, 0.9f), ba->kv_score(4, 0.0f));  // recency first, value breaks ties
