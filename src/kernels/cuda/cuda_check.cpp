@@ -25,4 +25,14 @@ int device_count() {
   return n;
 }
 
+int multiprocessor_count() {
+  static const int n = [] {
+    int dev = 0, v = 0;
+    check(cudaGetDevice(&dev), "multiprocessor count: device");
+    check(cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev), "multiprocessor count");
+    return v;
+  }();
+  return n;
+}
+
 }  // namespace ds::cuda

@@ -19,4 +19,8 @@ void require(bool ok, const char* msg);
 // Number of CUDA devices usable by this process (0 when there is no driver or no GPU; never throws).
 int device_count();
 
+// Multiprocessors of the current device, asked once per process (the first use may be inside a graph
+// capture, where the attribute query is still allowed but later launches must not wait on it).
+int multiprocessor_count();
+
 }  // namespace ds::cuda

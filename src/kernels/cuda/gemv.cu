@@ -158,7 +158,7 @@ void launch_rows(Form form, int64_t T, const float* x2, int64_t x2s, int64_t in,
 Form pick_form(bool bf16, int64_t T, int64_t in, int64_t rows) {
   static const int64_t small_below = [] {
     const char* e = std::getenv("DS_GEMV_SMALL_CTAS");
-    return e != nullptr ? int64_t(std::atoll(e)) : int64_t(mla_sm_count()) * 3 / 2;
+    return e != nullptr ? int64_t(std::atoll(e)) : int64_t(multiprocessor_count()) * 3 / 2;
   }();
   const int64_t narrow_ctas = (rows + 15) / 16;
   return bf16 && T <= 2 && in > 1024 && narrow_ctas < small_below ? Form::Small : Form::Narrow;

@@ -116,17 +116,6 @@ __global__ void __launch_bounds__(128) kda_decode_kernel(KdaDecodeLaunch p) {
   store_act(static_cast<T*>(p.y), int64_t(bi) * p.y_stride + ch, y);
 }
 
-// Multiprocessors of the current device (asked once: the first use may be inside a graph capture).
-int multiprocessors() {
-  static const int n = [] {
-    int dev = 0, sms = 0;
-    cudaGetDevice(&dev);
-    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-    return sms;
-  }();
-  return n;
-}
-
 }  // namespace
 
 // The form used when DS_KDA_DECODE is unset or names no form (kda_launch.h lists them). On an H200
@@ -165,7 +154,7 @@ void launch_kda_decode(const KdaDecodeLaunch& l) {
   KdaDecodeForm form = parse_kda_decode_form(std::getenv("DS_KDA_DECODE"));
   if (form.automatic) {
     form.automatic = false;
-    if (int64_t(l.B) * l.H < multiprocessors())
+    if (int64_t(l.B) * l.H < multiprocessor_count())
       form.cluster = true;
     else
       form.cols = form.heads_first = true;

@@ -164,11 +164,9 @@ void launch_form(const KdaDecodeLaunch& l, const KdaDecodeForm& form) {
   // graph capture).
   auto resident = [kernel] {
     static const int n = [kernel] {
-      int dev = 0, sms = 0, per_sm = 0;
-      cudaGetDevice(&dev);
-      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+      int per_sm = 0;
       cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, 128, 0);
-      return sms * per_sm;
+      return multiprocessor_count() * per_sm;
     }();
     return n;
   };

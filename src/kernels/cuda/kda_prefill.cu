@@ -142,22 +142,12 @@ __global__ void __launch_bounds__(kWarps * 32) kda_recurrence_kernel(K2Params p)
 // re-read it: with 2 warps (4 CTAs per head) the recurrence moved 3.8 TB/s from DRAM at H = 96 and
 // held back the overlapped prep. On an H200, 4 warps were up to 12 % faster than 2 at H = 64 / 96 and
 // within 3 % at H = 32 (docs/perf.md).
-int multiprocessors() {
-  static const int sms = [] {
-    int dev = 0, n = 0;
-    cudaGetDevice(&dev);
-    cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev);
-    return n > 0 ? n : 132;
-  }();
-  return sms;
-}
-
 int k2_warps(int64_t n_seq_heads) {
   if (const char* e = std::getenv("DS_KDA_K2_WARPS")) {
     const int w = std::atoi(e);
     if (w == 2 || w == 4 || w == 8) return w;
   }
-  return n_seq_heads >= 2 * multiprocessors() ? 8 : 4;
+  return n_seq_heads >= 2 * multiprocessor_count() ? 8 : 4;
 }
 
 // How the recurrence kernels of one call are launched.
@@ -179,7 +169,7 @@ struct K2Form {
 K2Form choose_k2(int64_t n_seq_heads, int segments) {
   K2Form f;
   f.warps = k2_warps(n_seq_heads);
-  const bool few = 4 * n_seq_heads <= multiprocessors();
+  const bool few = 4 * n_seq_heads <= multiprocessor_count();
   f.split = few;
   if (const char* e = std::getenv("DS_KDA_K2_SPLIT")) f.split = std::atoi(e) != 0;
   f.reserve_bytes = few ? 100 * 1024 : 0;
@@ -383,7 +373,7 @@ ChainForm choose_chain(const KdaPrefillLaunch& a, const KdaPrefillPlan& plan) {
   if (mode == 0 || (mode < 0 && std::getenv("DS_KDA_SEGMENTS"))) return c;
   // (The prep's grid is (H, chunk groups): at most 65535 groups, at least one chunk each.)
   if (plan.segments() != 1 || plan.n_chunks == 0 || plan.n_chunks > 65535) return c;
-  const int sms = multiprocessors();
+  const int sms = multiprocessor_count();
   const int64_t pairs = int64_t(plan.piece_begin[1]) * a.H;
   c.k2.warps = 4;
   if (const char* e = std::getenv("DS_KDA_K2_WARPS")) {

@@ -443,12 +443,7 @@ void launch_kda_prep(const KdaPrefillLaunch& a, const int2* chunk_rows, uint8_t*
                    chain.win_shift,
                    chain.n_windows,
                    chain.win_count != nullptr};
-  static const int sms = [] {
-    int dev = 0, n = 0;
-    cudaGetDevice(&dev);
-    cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev);
-    return n > 0 ? n : 132;
-  }();
+  const int sms = multiprocessor_count();
   // Chunks per CTA: env DS_KDA_PREP_CHUNKS (1 to 16), else 2 while the grid still has about 12 CTAs
   // per multiprocessor (two waves of the 5 or 6 that fit), 1 below. On an H200 (docs/perf.md, runs 22
   // and 23), in whole calls at H = 32 / 64 / 96, 2 per CTA was up to 8 % faster than up to 4 where the

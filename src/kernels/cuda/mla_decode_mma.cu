@@ -281,7 +281,7 @@ bool launch_mla_attention_mma(const MlaLaunch& m, int64_t H, const float* q_hat,
   (void)attr;
   // One CTA per SM (shared memory): the tokens times the splits fill one wave.
   const int64_t G = (H + kHeads - 1) / kHeads;  // head groups (the latents are read once per group)
-  const int64_t want = int64_t(mla_sm_count()) / (m.T * G);
+  const int64_t want = int64_t(multiprocessor_count()) / (m.T * G);
   const int S = int(want < 1 ? 1 : (want > kMaxSplits ? kMaxSplits : want));
   MlaSplitArgs a{m,           int(H),           S,     q_hat, q_hat_stride, q_pe,
                  q_pe_stride, q_pe_head_stride, scale, ctx,   ctx_stride,   mla_partials(m, S, H)};

@@ -204,16 +204,6 @@ __global__ void __launch_bounds__(kMergeThreads)
 
 }  // namespace
 
-int mla_sm_count() {
-  static const int n = [] {
-    int dev = 0, v = 0;
-    check(cudaGetDevice(&dev), "mla split: device");
-    check(cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev), "mla split: SM count");
-    return v;
-  }();
-  return n;
-}
-
 float* mla_partials(const MlaLaunch& m, int S, int64_t H) {
   float* part = nullptr;
   if (S > 1) part = static_cast<float*>(alloc_device(m.T * S * H * (2 + m.R) * int64_t(sizeof(float))));
@@ -247,7 +237,7 @@ bool launch_mla_attention_split(const MlaLaunch& m, int64_t H, const float* q_ha
   }();
   (void)attr;
   // Two CTAs' worth of work per SM in all; S = 1 once the tokens alone fill the GPU.
-  const int64_t want = (2 * int64_t(mla_sm_count()) + m.T * G - 1) / (m.T * G);
+  const int64_t want = (2 * int64_t(multiprocessor_count()) + m.T * G - 1) / (m.T * G);
   const int S = int(want < 1 ? 1 : (want > kMaxSplits ? kMaxSplits : want));
   MlaSplitArgs a{m,           int(Hg),          S,     q_hat, q_hat_stride, q_pe,
                  q_pe_stride, q_pe_head_stride, scale, ctx,   ctx_stride,   mla_partials(m, S, H)};

@@ -69,11 +69,10 @@ bool launch_mla_attention_split(const MlaLaunch& m, int64_t H, const float* q_ha
 bool launch_mla_attention_mma(const MlaLaunch& m, int64_t H, const float* q_hat, int64_t q_hat_stride,
                               const float* q_pe, int64_t q_pe_stride, int64_t q_pe_head_stride, float scale,
                               float* ctx, int64_t ctx_stride);
-// The context split of the absorbed kernels (mla_split.cu): the device's SM count; the workspace of
+// The context split of the absorbed kernels (mla_split.cu): the workspace of
 // S > 1 per-split partials [T, S, H, 2 + R] (m, l, unnormalised O of each split's online softmax;
 // nullptr for S == 1), and their merge into ctx [T, H*R] (S <= 128; a split with l = 0 holds no
 // positions and its O is not read), which also frees the workspace.
-int mla_sm_count();
 // Kernel arguments of a split launch: H heads (per head group where the kernel groups them).
 struct MlaSplitArgs {
   MlaLaunch m;
