@@ -2,9 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -100,14 +102,15 @@ double distinct_experts(int E, int k, int B) {
 
 // graphs-grouped: graphs with the grouped expert GLU at every batch (no token-major MoE);
 // graphs-rows8: graphs with the GEMV and the token-major MoE up to 8 rows; graphs-f32mla: graphs with
-// the absorbed MLA attention in f32 on the CUDA cores (no tensor-core decode attention).
+// the absorbed MLA attention in f32 on the CUDA cores (no tensor-core decode attention); graphs-ltheads:
+// graphs with MLA's per-head products as a cast and a cuBLASLt product (no linear_few_rows_heads).
 DeviceModelOptions variant_options(const DeviceModelOptions& base, const std::string& v) {
   DeviceModelOptions o = base;
   DS_CHECK(v == "host" || v == "device" || v == "graphs" || v == "graphs-cublas" || v == "graphs-grouped" ||
                v == "graphs-rows8" || v == "graphs-f32mla" || v == "absorbed" || v == "per-expert" ||
-               v == "dense-mla" || v == "mma-moe",
+               v == "dense-mla" || v == "mma-moe" || v == "graphs-ltheads",
            "unknown variant '{}' (host, device, graphs, graphs-cublas, graphs-grouped, graphs-rows8, "
-           "graphs-f32mla, absorbed, per-expert, dense-mla, mma-moe)",
+           "graphs-f32mla, graphs-ltheads, absorbed, per-expert, dense-mla, mma-moe)",
            v);
   o.device_moe = o.batched_heads = v != "host";
   o.dense_mla = v != "absorbed" && v != "host";
@@ -118,9 +121,45 @@ DeviceModelOptions variant_options(const DeviceModelOptions& base, const std::st
   o.wgmma_moe = v != "mma-moe";
   if (v == "graphs-grouped" || v == "host") o.token_moe_max_tokens = 0;
   o.mma_mla = v != "graphs-f32mla" && v != "host";
+  o.heads_gemv = v != "graphs-ltheads";
   if (v == "graphs-rows8") o.gemv_max_rows = o.token_moe_max_tokens = 8;
   return o;
 }
+
+// "<variant>~<items>": the variant with items (joined by '+') in effect while its graph is recorded:
+// NAME=value sets env NAME (a kernel form knob: DS_TOKEN_DOWN, DS_GEMV_ASYNC, ...); any other item is a
+// kernel-name substring for env DS_ABLATE (kernels/cuda/pdl.cuh: those launches become no-ops that keep
+// the PDL chain, '-' first: skipped). The variables are unset again when the variant is done.
+class VariantEnv {
+ public:
+  explicit VariantEnv(const std::string& items) {
+    std::string ablate;
+    for (size_t p = 0; p < items.size();) {
+      const size_t e = std::min(items.find('+', p), items.size());
+      const std::string item = items.substr(p, e - p);
+      const size_t eq = item.find('=');
+      if (eq != std::string::npos) {
+        names_.push_back(item.substr(0, eq));
+        setenv(names_.back().c_str(), item.substr(eq + 1).c_str(), 1);
+      } else if (!item.empty()) {
+        ablate += (ablate.empty() ? "" : ",") + item;
+      }
+      p = e + 1;
+    }
+    if (!ablate.empty()) {
+      names_.push_back("DS_ABLATE");
+      setenv("DS_ABLATE", ablate.c_str(), 1);
+    }
+  }
+  ~VariantEnv() {
+    for (const std::string& n : names_) unsetenv(n.c_str());
+  }
+  VariantEnv(const VariantEnv&) = delete;
+  VariantEnv& operator=(const VariantEnv&) = delete;
+
+ private:
+  std::vector<std::string> names_;
+};
 
 // Pools with `batch` sequences of `context` random past tokens (latents and KDA states random).
 DevicePools make_filled_pools(const DeviceModel& m, int batch, int64_t tokens, int page_tokens,
@@ -190,7 +229,9 @@ void run_decode(DeviceModel& m, const GpuBenchArgs& a, const DeviceModelOptions&
       const double weights = sb.shared + sb.expert * sb.moe_layers * experts;
       const double bytes = weights + batch * (kv_per_token * double(ctx) + state_per_seq);
       for (const std::string& v : a.variants) {
-        m.set_execution(variant_options(base, v));
+        const size_t tilde = v.find('~');
+        const VariantEnv env(tilde == std::string::npos ? std::string() : v.substr(tilde + 1));
+        m.set_execution(variant_options(base, v.substr(0, tilde)));
         double t = 0;
         try {
           for (int s = 0; s < warm + a.decode_steps; ++s) {
@@ -340,7 +381,10 @@ void add_gpu_model_bench_options(CLI::App& cmd, GpuBenchArgs& a) {
       ->delimiter(',');
   cmd.add_option(
          "--variants", a.variants,
-         "Decode variants: host, device, graphs, graphs-cublas, graphs-grouped, graphs-rows8, graphs-f32mla")
+         "Decode variants: host, device, graphs, graphs-cublas, graphs-grouped, graphs-rows8, graphs-f32mla, "
+         "graphs-ltheads; <variant>~<a+b>: with env a and b (NAME=value) or the PDL kernels whose names hold "
+         "a "
+         "or b as no-ops (DS_ABLATE)")
       ->delimiter(',');
   cmd.add_option("--prefill", a.prefill, "Prefill lengths (tokens)")->delimiter(',');
   cmd.add_flag("--skip-decode", a.skip_decode, "Do not run the decode points");

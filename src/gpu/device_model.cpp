@@ -178,6 +178,12 @@ void ForwardContext::proj(const TensorView& x, const ExpertLinear& wv, const Ten
 
 void ForwardContext::proj_heads(const TensorView& x_all, int64_t x_col0, int64_t x_cols, const WeightView& w0,
                                 const TensorView& y0, int64_t heads, const HeadStrides& s) const {
+  if (few_row_gemv && heads_gemv && w0.device == Device::Cuda && x_all.dtype == DType::F32 &&
+      x_all.shape[0] <= gemv_max_rows) {
+    const TensorView x0 = TensorView::matrix(static_cast<float*>(x_all.data) + x_col0, DType::F32,
+                                             x_all.shape[0], x_cols, x_all.stride[0], x_all.device);
+    if (linear_few_rows_heads_fits(x0, w0, s)) return linear_few_rows_heads(x0, w0, y0, heads, s);
+  }
   Buffer scratch;
   const bool cast = w0.device == Device::Cuda && w0.dtype == DType::BF16 && x_all.dtype != DType::BF16;
   const TensorView xa = cast ? bf16_copy(x_all, scratch) : x_all;
@@ -303,6 +309,7 @@ ForwardContext DeviceModel::make_context(const DeviceStep& step, DevicePools& po
   ctx.batched_heads = opt_.batched_heads;
   ctx.few_row_gemv = opt_.few_row_gemv;
   ctx.gemv_max_rows = opt_.gemv_max_rows;
+  ctx.heads_gemv = opt_.heads_gemv;
   ctx.token_moe_max_tokens = opt_.token_moe_max_tokens;
   ctx.dense_mla = opt_.dense_mla;
   ctx.mma_mla = opt_.mma_mla;

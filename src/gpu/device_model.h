@@ -45,6 +45,9 @@ struct DeviceModelOptions {
   // pass over the weight) instead of cuBLASLt; on the H200 the GEMV wins at 1-2 rows, cuBLASLt from 4.
   bool few_row_gemv = true;
   int64_t gemv_max_rows = 2;
+  // With few_row_gemv, MLA's per-head products of up to gemv_max_rows rows (bf16) through
+  // linear_few_rows_heads (one PDL launch each) instead of a cast and a cuBLASLt product.
+  bool heads_gemv = true;
   // MoE layers of up to this many tokens (decode) through moe_token_glu: routed and shared experts
   // token-major in two launches after the router (device_moe, dense experts and shared expert).
   // On the H200 at the 48B shape: 69% of the copy bandwidth at 1 token and 87% at 8, against 50%

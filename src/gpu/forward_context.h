@@ -48,6 +48,7 @@ struct ForwardContext {
   bool batched_heads = true;  // MLA's per-head projections as one batched product
   bool few_row_gemv = true;   // CUDA projections of up to gemv_max_rows rows through linear_few_rows
   int64_t gemv_max_rows = 1;
+  bool heads_gemv = true;  // with few_row_gemv: MLA's per-head products through linear_few_rows_heads
   int64_t token_moe_max_tokens = 0;  // up to this many tokens: moe_token_glu (routed + shared experts)
   bool dense_mla = true;  // bf16 CUDA prefill: MLA attention through the tensor cores (mla_attention_dense)
   bool mma_mla = true;    // bf16 CUDA, absorbed MLA attention: bf16 products on the tensor cores

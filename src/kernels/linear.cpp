@@ -155,6 +155,40 @@ void linear_few_rows_glu(const TensorView& gate, const TensorView& up, const Wei
   detail::no_backend("linear_few_rows_glu", w.device);
 }
 
+bool linear_few_rows_heads_fits(const TensorView& x, const WeightView& w, const HeadStrides& stride) {
+  const uintptr_t xa = reinterpret_cast<uintptr_t>(x.data), wa = reinterpret_cast<uintptr_t>(w.data);
+  if (x.ndim != 2 || x.dtype != DType::F32 || w.dtype != DType::BF16 || x.shape[0] < 1 || x.shape[0] > 2 ||
+      x.stride[0] % 4 != 0 || stride.x % 4 != 0 || stride.w % 8 != 0 || xa % 16 != 0 || wa % 16 != 0)
+    return false;
+#ifdef DS_HAVE_CUDA
+  return cuda::few_rows_heads_shape_ok(x.shape[0], w.cols, w.rows);
+#else
+  return true;
+#endif
+}
+
+void linear_few_rows_heads(const TensorView& x, const WeightView& w, const TensorView& y, int64_t heads,
+                           const HeadStrides& stride) {
+  check_weight(w, "linear_few_rows_heads");
+  const int64_t T = x.ndim == 2 ? x.shape[0] : -1;
+  detail::check_rows("linear_few_rows_heads", "x", x, T, w.cols);
+  detail::check_rows("linear_few_rows_heads", "y", y, T, w.rows);
+  check_same_device("linear_few_rows_heads", w.device, {&x, &y});
+  DS_CHECK(heads >= 1 && stride.x >= 0 && stride.w >= 0 && stride.y >= 0 &&
+               linear_few_rows_heads_fits(x, w, stride),
+           "linear_few_rows_heads: {} heads, {} rows of {} (1-2 f32 rows, bf16 W, in / 8 dividing 32 or a "
+           "multiple of 32 up to 256, 16-byte aligned)",
+           heads, T, w.cols);
+  if (w.device == Device::Cpu) return linear_heads(x, w, y, heads, stride);
+#ifdef DS_HAVE_CUDA
+  cuda::HeadsLaunch l{
+      static_cast<const float*>(x.data), x.stride[0], stride.x, w.data,    stride.w, w.cols, w.rows, heads,
+      static_cast<float*>(y.data),       y.stride[0], stride.y, x.shape[0]};
+  return cuda::launch_linear_few_rows_heads(l);
+#endif
+  detail::no_backend("linear_few_rows_heads", w.device);
+}
+
 void linear_heads(const TensorView& x, const WeightView& w, const TensorView& y, int64_t heads,
                   const HeadStrides& stride, bool accumulate) {
   check_job(x, w, y);

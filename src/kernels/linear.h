@@ -38,6 +38,15 @@ struct HeadStrides {
 void linear_heads(const TensorView& x, const WeightView& w, const TensorView& y, int64_t heads,
                   const HeadStrides& stride, bool accumulate = false);
 
+// linear_heads for 1-2 f32 rows with BF16 W on CUDA (MLA's absorbed per-head products at decode):
+// one programmatic-dependent launch of a few-row kernel, no cast of x and no cuBLASLt (which take no
+// part in the decode graph's PDL chain); y = (no accumulate). The CPU runs linear_heads (the reference).
+// Fits: x f32 of 1-2 rows, in = w.cols with in / 8 dividing 32 or a multiple of 32 up to 256, w.rows a
+// multiple of a warp's rows (8 · 32 · 8 / in), 16-byte aligned x, W and strides.
+bool linear_few_rows_heads_fits(const TensorView& x, const WeightView& w, const HeadStrides& stride);
+void linear_few_rows_heads(const TensorView& x, const WeightView& w, const TensorView& y, int64_t heads,
+                           const HeadStrides& stride);
+
 // y (+)= x · Wᵀ for a few f32 rows (decode steps) with W F32 or BF16: x stays f32 on every device.
 // CUDA: W read once by a warp-per-output-row kernel, all rows at once (no cast of x, no GEMM
 // tile); the CPU runs linear() (the reference). Needs x.rows <= kLinearFewRows, in % 8 == 0 and

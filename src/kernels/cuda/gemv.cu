@@ -122,11 +122,70 @@ __global__ void __launch_bounds__(256) gemv_kernel(const float* x2, int64_t x2s,
     }
 }
 
+// The Small form with its weights streamed into shared memory (bf16, no GLU, rows of up to
+// kAsyncBlocks 256-column blocks): every block of the warp's row is issued before the wait for x, so a
+// 4096-column row (the output projections) is one round trip instead of two, and the whole launch's
+// weights can arrive under the kernel before it. Same sums in the same order as the Small form.
+constexpr int kAsyncBlocks = 16;
+
+template <int kT>
+__global__ void __launch_bounds__(64) gemv_async_kernel(int64_t in, Jobs jobs) {
+  constexpr int kWarps = Shape<kT, Form::Small>::kWarps;
+  __shared__ uint4 buf[kWarps][kAsyncBlocks][32];
+  int j = 0;
+  while (j + 1 < jobs.n && int(blockIdx.x) >= jobs.job[j + 1].block0) ++j;
+  const Job& jb = jobs.job[j];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int64_t o0 = int64_t(int(blockIdx.x) - jb.block0) * kWarps + warp;
+  if (o0 >= jb.out) return;
+  const __nv_bfloat16* wr = static_cast<const __nv_bfloat16*>(jb.w) + o0 * in;
+#pragma unroll
+  for (int u = 0; u < kAsyncBlocks; ++u) {
+    const int64_t c = lane * 8 + u * 256;
+    if (c < in) stream_to_smem16(&buf[warp][u][lane], wr + c);
+  }
+  stream_commit();
+  pdl_wait();  // x comes from the kernel before; the whole row is in flight
+  pdl_trigger();
+  stream_wait<0>();
+  const float* x = jb.x;
+  float acc[kT] = {};
+#pragma unroll
+  for (int u = 0; u < kAsyncBlocks; ++u) {
+    const int64_t c = lane * 8 + u * 256;
+    if (c >= in) break;
+    float w[8];
+    bf16x8_to_f32(buf[warp][u][lane], w);
+#pragma unroll
+    for (int t = 0; t < kT; ++t) {
+      float xv[8];
+      load8(x + t * jb.xs + c, xv);
+#pragma unroll
+      for (int q = 0; q < 8; ++q) acc[t] += w[q] * xv[q];
+    }
+  }
+#pragma unroll
+  for (int t = 0; t < kT; ++t) {
+    const float sum = warp_sum(acc[t]);
+    float* y = jb.y + t * jb.y_stride + o0;
+    if (lane == 0) *y = jb.accumulate ? *y + sum : sum;
+  }
+}
+
+// Env DS_GEMV_ASYNC=0: the Small form keeps its weights in registers (gemv_kernel) at every width.
+bool small_async(int64_t in) {
+  const char* e = std::getenv("DS_GEMV_ASYNC");
+  return in <= 256 * kAsyncBlocks && (e == nullptr || std::atoi(e) != 0);
+}
+
 template <class W, bool kGlu>
 void launch_rows(Form form, int64_t T, const float* x2, int64_t x2s, int64_t in, const Jobs& jobs,
                  unsigned grid) {
   if constexpr (std::is_same_v<W, __nv_bfloat16>) {
     const dim3 g(grid);
+    if (form == Form::Small && !kGlu && small_async(in))
+      return T == 1 ? launch_pdl(gemv_async_kernel<1>, g, dim3(64), 0, in, jobs)
+                    : launch_pdl(gemv_async_kernel<2>, g, dim3(64), 0, in, jobs);
     if (form == Form::Small && T == 1)
       return launch_pdl(gemv_kernel<W, 1, kGlu, Form::Small>, g, dim3(64), 0, x2, x2s, in, jobs);
     if (form == Form::Small)

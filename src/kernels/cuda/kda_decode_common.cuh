@@ -11,6 +11,7 @@
 #include "kernels/cuda/act_io.cuh"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/kda_launch.h"
+#include "kernels/cuda/pdl.cuh"
 #include "kernels/cuda/vec_load.cuh"
 
 namespace ds::cuda {
@@ -124,7 +125,10 @@ template <class... KArgs, class... Args>
 void launch_kda_decode_kernel(void (*kernel)(KArgs...), dim3 grid, const KdaDecodeLaunch& l, bool pdl,
                               const char* what, Args... args) {
   const cudaStream_t stream = static_cast<cudaStream_t>(l.stream);
-  if (pdl && stream != nullptr) {
+  if (pdl && stream != nullptr &&
+      pdl_ablated(reinterpret_cast<const void*>(kernel), grid, dim3{128}, stream)) {
+    return;
+  } else if (pdl && stream != nullptr) {
     cudaLaunchAttribute attr{};
     attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr.val.programmaticStreamSerializationAllowed = 1;

@@ -50,6 +50,19 @@ void launch_linear_few_rows_multi(const float* x, int64_t x_stride, int64_t T, b
                                   const FewRowsLaunchJob* jobs, int n_jobs, const float* up = nullptr,
                                   int64_t up_stride = 0);
 
+// For every head h: y_h [T, out] = x_h [T, in] · W_hᵀ, W bf16 [out, in] per head, sw elements apart;
+// x_h, y_h f32: x + h·sx, y + h·sy (rows xs, ys apart); 1-2 rows (gemv_heads.cu).
+struct HeadsLaunch {
+  const float* x;
+  int64_t xs, sx;
+  const void* w;
+  int64_t sw, in, out, heads;
+  float* y;
+  int64_t ys, sy, T;
+};
+bool few_rows_heads_shape_ok(int64_t T, int64_t in, int64_t out);
+void launch_linear_few_rows_heads(const HeadsLaunch& l);
+
 struct MlaLaunch {
   float* pool;
   int64_t page_tokens, R, dr;

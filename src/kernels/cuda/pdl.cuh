@@ -14,6 +14,7 @@
 // that starts has every kernel two launches back complete, and may read their outputs before its own
 // wait through L2 (ld.global.cg: no stale L1 line) — the token-major down kernel's expert ids.
 // Kernels without the attribute, and kernels after them, run fully ordered as usual.
+// Env DS_ABLATE (pdl_ablate.cu): the launches of the named kernels become no-ops that keep the chain.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -31,19 +32,36 @@ __device__ __forceinline__ void pdl_trigger() {
   asm volatile("griddepcontrol.launch_dependents;\n" :::);
 }
 
+// Env DS_ABLATE (comma-separated substrings of kernel names, '-' first: skip) names `kernel`: Noop, the
+// caller launches launch_pdl_noop over the same grid and block instead; Skip, it launches nothing.
+enum class Ablation { None, Noop, Skip };
+Ablation pdl_ablation(const void* kernel);
+void launch_pdl_noop(dim3 grid, dim3 block, cudaStream_t stream);
+// pdl_ablation's answer acted on: true when the caller must not launch `kernel` (a no-op was launched
+// in its place, or nothing).
+bool pdl_ablated(const void* kernel, dim3 grid, dim3 block, cudaStream_t stream);
+
+// The programmatic launch itself, on `stream`, without the DS_ABLATE check.
 template <class... KArgs, class... Args>
-void launch_pdl(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, Args&&... args) {
+void launch_pdl_on(cudaStream_t stream, void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem,
+                   Args&&... args) {
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = grid;
   cfg.blockDim = block;
   cfg.dynamicSmemBytes = smem;
-  cfg.stream = cudaStreamPerThread;
+  cfg.stream = stream;
   cudaLaunchAttribute attr[1];
   attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attr[0].val.programmaticStreamSerializationAllowed = 1;
   cfg.attrs = attr;
   cfg.numAttrs = 1;
   check(cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...), "PDL kernel launch");
+}
+
+template <class... KArgs, class... Args>
+void launch_pdl(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, Args&&... args) {
+  if (pdl_ablated(reinterpret_cast<const void*>(kernel), grid, block, cudaStreamPerThread)) return;
+  launch_pdl_on(cudaStreamPerThread, kernel, grid, block, smem, std::forward<Args>(args)...);
 }
 
 }  // namespace ds::cuda

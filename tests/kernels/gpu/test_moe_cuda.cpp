@@ -206,27 +206,44 @@ TEST_F(MoeCuda, TokenGluMatchesCpu) {
   }
 }
 
-TEST_F(MoeCuda, LinearHeadsMatchCpu) {
-  const int64_t T = 5, H = 8, dn = 32, R = 48, dq = 40;
-  Pair<float> x(randn(size_t(T * H * dq), 3)), w(randn(size_t(H * R * dn), 4, 0.2f)), y(size_t(T * H * R));
-  for (Device d : {Device::Cpu, Device::Cuda}) {
-    const TensorView xv = x.view(d, {T * H * dq}, DType::F32), yv = y.view(d, {T * H * R}, DType::F32);
-    linear_heads(
-        TensorView::matrix(xv.data, DType::F32, T, dn, H * dq, d),
-        WeightView{d == Device::Cpu ? static_cast<void*>(w.h.data()) : w.d.data(), DType::F32, R, dn, d},
-        TensorView::matrix(yv.data, DType::F32, T, R, H * R, d), H, {dq, R * dn, R});
-  }
-  const double e = rel_l2(y.gpu(), y.h);
-  std::printf("    rel L2 linear_heads %.3g\n", e);
-  EXPECT_LE(e, 1e-5);
+// Per-head few-row products (MLA's absorbed W_UKᵀ and W_UV at decode, bf16 W, f32 x): the 48B shape's
+// (32 heads; in 128 -> 512: 16 lanes per row; in 512 -> 128: 2 steps of the warp per row) and the tiny
+// model's (4 heads, in 64 and 128), 1 and 2 rows, against the CPU linear_heads.
+TEST_F(MoeCuda, LinearFewRowsHeadsMatchCpu) {
+  struct Shape {
+    int64_t H, in, out, sx, sw, sy;
+  };
+  for (const Shape& sh : {Shape{32, 128, 512, 192, 512 * 128, 512}, Shape{32, 512, 128, 512, 256 * 512, 128},
+                          Shape{4, 64, 128, 96, 128 * 64, 128}, Shape{4, 128, 64, 128, 128 * 128, 64}})
+    for (int64_t T : {1, 2}) {
+      const int64_t xs = sh.H * sh.sx + 8, ys = sh.H * sh.sy;
+      Pair<uint8_t> w(weight_bytes(randn(size_t(sh.H * sh.sw), 50, 0.1f), DType::BF16));
+      Pair<float> x(randn(size_t(T * xs), 51)), y(size_t(T * ys));
+      for (Device d : {Device::Cpu, Device::Cuda}) {
+        const TensorView xv = x.view(d, {T * xs}, DType::F32), yv = y.view(d, {T * ys}, DType::F32);
+        const WeightView wv{d == Device::Cpu ? static_cast<void*>(w.h.data()) : w.d.data(), DType::BF16,
+                            sh.out, sh.in, d};
+        const TensorView x0 = TensorView::matrix(xv.data, DType::F32, T, sh.in, xs, d);
+        const HeadStrides st{sh.sx, sh.sw, sh.sy};
+        ASSERT_TRUE(linear_few_rows_heads_fits(x0, wv, st));
+        linear_few_rows_heads(x0, wv, TensorView::matrix(yv.data, DType::F32, T, sh.out, ys, d), sh.H, st);
+      }
+      const double e = rel_l2(y.gpu(), y.h);
+      if (T == 2)
+        std::printf("    rel L2 linear_few_rows_heads (%lld heads, %lld -> %lld) %.3g\n", (long long)sh.H,
+                    (long long)sh.in, (long long)sh.out, e);
+      EXPECT_LE(e, 1e-5) << "H=" << sh.H << " in=" << sh.in << " T=" << T;
+    }
 }
 
 // Few-row linear (decode projections): f32 and bf16 weights, 1 / 3 / 8 rows of a strided x, with
 // and without accumulation, against the CPU linear().
 TEST_F(MoeCuda, LinearFewRowsMatchesCpu) {
   // Shapes whose columns end inside a pass of 4 column blocks (520: 3 blocks, 4104: 17; bf16 at 1 and 2
-  // rows: the kernel's small form, passes of 9 blocks).
-  for (const auto& [out, in, xs] : {std::tuple<int64_t, int64_t, int64_t>{300, 520, 528}, {37, 4104, 4104}})
+  // rows: the kernel's small form, passes of 9 blocks; 2312: 10 blocks, the small form's shared-memory
+  // variant, gemv_async_kernel, which takes rows of up to 16 blocks).
+  for (const auto& [out, in, xs] :
+       {std::tuple<int64_t, int64_t, int64_t>{300, 520, 528}, {37, 4104, 4104}, {37, 2312, 2320}})
     for (DType dt : {DType::F32, DType::BF16})
       for (int64_t T : {1, 2, 3, 8})
         for (bool acc : {false, true}) {
