@@ -15,6 +15,7 @@
 #include "kernels/elementwise.h"
 #include "kernels/linear.h"
 #include "kernels/memory.h"
+#include "mla_flash_bench.h"
 #include "model/model_config.h"
 #include "moe_gemm_bench.h"
 
@@ -348,6 +349,7 @@ void run_gpu_model_bench(const GpuBenchArgs& a) {
   fmt::print("device copy bandwidth {:.0f} GB/s (read + write), bf16 linear 8192^3 {:.0f} TFLOP/s\n",
              bw / 1e9, rate / 1e12);
   if (!a.moe_gemm.empty()) run_moe_gemm_bench(cfg, a.moe_gemm);
+  if (!a.mla_flash.empty()) run_mla_flash_bench(cfg, a.prefill_chunk, a.mla_flash);
   if (a.kernels) run_kernel_bench(bw);
   if (a.skip_decode && a.skip_prefill) return;
   const double t0 = now_s();
@@ -404,6 +406,9 @@ void add_gpu_model_bench_options(CLI::App& cmd, GpuBenchArgs& a) {
   cmd.add_option(
          "--moe-gemm", a.moe_gemm,
          "Token counts of a routed-experts-alone table (grouped GEMMs vs one cuBLASLt product per expert)")
+      ->delimiter(',');
+  cmd.add_option("--mla-flash", a.mla_flash,
+                 "Prefill lengths of a flash-MLA-alone table (the last chunk of each, every pipeline form)")
       ->delimiter(',');
   cmd.add_flag("--kernels", a.kernels,
                "First time the weight-streaming kernels alone against the copy bandwidth");

@@ -38,9 +38,10 @@ struct GpuBenchArgs {
   int absorbed_max = 8192;  // the absorbed variant's prefill is quadratic on the CUDA cores
   int per_expert_max = 32768;
   bool skip_decode = false, skip_prefill = false;
-  std::vector<int> moe_gemm;  // token counts of the routed-experts-alone table (empty: not run)
-  bool kernels = false;       // the weight-streaming kernels alone first (run_kernel_bench)
-  bool profile = false;       // profiler range around one decode step per point and the last prefill chunk
+  std::vector<int> moe_gemm;   // token counts of the routed-experts-alone table (empty: not run)
+  std::vector<int> mla_flash;  // prefill lengths of the flash-MLA-alone table (empty: not run)
+  bool kernels = false;        // the weight-streaming kernels alone first (run_kernel_bench)
+  bool profile = false;        // profiler range around one decode step per point and the last prefill chunk
   int decode_steps = 16;
   int page_tokens = 64;
   uint64_t seed = 1;

@@ -1,5 +1,8 @@
 #include "kernels/mla_prefill.h"
 
+#include <cstdlib>
+#include <string_view>
+
 #include "kernels/cpu/mla_prefill.h"
 #include "kernels/dispatch.h"
 #ifdef DS_HAVE_CUDA
@@ -16,6 +19,35 @@ void check_bf16_rows(const char* op, const char* what, const TensorView& v, int6
                v.shape[1] == cols && v.stride[1] == 1 && v.stride[0] >= cols,
            "{}: {} must be a bf16 row view [{}, {}]", op, what, rows, cols);
 }
+
+#ifdef DS_HAVE_CUDA
+// The flash kernel's forms at Kimi's widths (MlaFlashForm), named as DS_MLA_FLASH_FORM names them.
+struct FlashFormSpec {
+  MlaFlashForm form;
+  std::string_view name;
+  int ahead, key_block;
+  bool q_regs, lazy_rescale;
+};
+constexpr FlashFormSpec kFlashForms[] = {{MlaFlashForm::SmemQ1, "smem-q1", 1, 64, false, false},
+                                         {MlaFlashForm::SmemQ1Lazy, "smem-q1-lazy", 1, 64, false, true},
+                                         {MlaFlashForm::SmemQ2, "smem-q2", 2, 64, false, true},
+                                         {MlaFlashForm::SmemQ3, "smem-q3", 3, 64, false, true},
+                                         {MlaFlashForm::RegQ1, "reg-q1", 1, 64, true, true},
+                                         {MlaFlashForm::RegQ2, "reg-q2", 2, 64, true, true},
+                                         {MlaFlashForm::RegQ4, "reg-q4", 4, 64, true, true},
+                                         {MlaFlashForm::SmemQ1N96, "smem-q1-n96", 1, 96, false, false}};
+
+// Auto: SmemQ1N96, or the form DS_MLA_FLASH_FORM names (for measurements).
+const FlashFormSpec& flash_form(MlaFlashForm f) {
+  const char* e = f == MlaFlashForm::Auto ? std::getenv("DS_MLA_FLASH_FORM") : nullptr;
+  const std::string_view name = e != nullptr ? e : "";
+  if (f == MlaFlashForm::Auto) f = MlaFlashForm::SmemQ1N96;
+  for (const FlashFormSpec& s : kFlashForms)
+    if (name.empty() ? s.form == f : s.name == name) return s;
+  DS_CHECK(false, "DS_MLA_FLASH_FORM={}: not a flash MLA form", name);
+  return kFlashForms[0];
+}
+#endif
 
 }  // namespace
 
@@ -74,6 +106,8 @@ void mla_attention_expanded(const MlaExpandedArgs& a) {
   l.o = static_cast<float*>(a.o.data), l.o_stride = a.o.stride[0];
   l.H = int(a.H), l.dn = int(a.dn), l.dr = int(a.dr), l.dv = int(a.dv);
   l.T = T, l.p0 = a.p0, l.scale = a.scale;
+  const FlashFormSpec& f = flash_form(a.form);
+  l.ahead = f.ahead, l.key_block = f.key_block, l.q_regs = f.q_regs, l.lazy_rescale = f.lazy_rescale;
   return cuda::launch_mla_flash(l);
 #endif
   detail::no_backend(op, d);

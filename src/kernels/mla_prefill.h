@@ -24,6 +24,15 @@ bool mla_expanded_supported(int64_t dn, int64_t dr, int64_t dv);
 // bf16 [c ; k_pe] rows: out bf16 [L, R + dr] row view on p's device.
 void mla_gather_latents(const MlaPagedLatents& p, int64_t page_off, int64_t L, const TensorView& out);
 
+// Pipeline of the CUDA kernel at Kimi's widths (192 + 128; the other widths have one form): key/value
+// blocks copied 1, 2 or 3 blocks ahead of their use with the queries in shared memory (SmemQ*), or with
+// the queries as register A fragments of the scores (RegQ*); every form but SmemQ1 skips the rescale of
+// the output accumulators where no row of a warp got a new max (SmemQ1Lazy: SmemQ1 with that alone).
+// SmemQ1N96: SmemQ1 with blocks of 96 keys instead of 64. Auto: SmemQ1N96 (the fastest measured on
+// the H200: docs/perf.md, prefill round 7), or the form DS_MLA_FLASH_FORM names. The same values from
+// every form up to the order of the f32 sums.
+enum class MlaFlashForm { Auto, SmemQ1, SmemQ1Lazy, SmemQ2, SmemQ3, RegQ1, RegQ2, RegQ4, SmemQ1N96 };
+
 struct MlaExpandedArgs {
   int64_t H = 0, dn = 0, dr = 0, dv = 0;
   TensorView q;     // f32 [T, H*(dn+dr)] row view: head h's q_nope at columns h*(dn+dr), its q_pe after it
@@ -32,6 +41,7 @@ struct MlaExpandedArgs {
   int64_t p0 = 0;   // position of q's first row; row i attends to key rows 0 .. p0 + i
   float scale = 0.0f;
   TensorView o;  // f32 [T, H*dv] out: head h at columns h*dv
+  MlaFlashForm form = MlaFlashForm::Auto;
 };
 void mla_attention_expanded(const MlaExpandedArgs& a);
 

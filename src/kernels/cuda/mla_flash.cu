@@ -1,15 +1,21 @@
 // Flash-style MLA prefill in the expanded form (kernels/mla_prefill.h mla_attention_expanded): per
 // (block of kBM query rows, head) one CTA walks the key blocks its rows can see. For head widths
 // dn + dr that are multiples of 64 and dv = 128 (Kimi, K3: 192 and 128) everything runs on wgmma: each
-// warpgroup of 64 rows computes its scores with m64n64k16 from [q_nope ; q_pe] and the key block
-// [k_nope ; k_pe] in 128-byte-swizzled shared memory (the queries converted to bf16 once per CTA),
+// warpgroup of 64 rows computes its scores with m64n64k16 (blocks of 64 keys) or m64n96k16 (96 keys,
+// the default form: MlaFlashLaunch::key_block) from [q_nope ; q_pe] and the key block [k_nope ; k_pe]
+// in 128-byte-swizzled shared memory (the queries converted to bf16 once per CTA),
 // and P · V with m64n128k16, the probabilities as register A fragments (the C fragments of two
 // neighbouring n8 tiles are one A fragment) and the value block as an N-major swizzled B operand; P · V
-// stays in flight until the next block's scores are waited for (three key/value stages). Other widths:
-// each warp keeps its 16 rows' queries as bf16 A fragments and uses mma.sync against the key block
-// through ldmatrix and against V through ldmatrix.trans. Per warp in both: the running row max and sum
-// (base-2 exponents) and the probabilities in registers; nothing of the scores reaches memory. Query
-// blocks are issued longest first (causal: later rows see more keys).
+// stays in flight until the next block's scores are waited for. The key/value blocks are copied by
+// cp.async `ahead` blocks before their use (MlaFlashLaunch::ahead: ahead + 1 key stages, ahead + 2 value
+// stages), and the queries are either in shared memory (both operands of the scores by descriptor) or,
+// with MlaFlashLaunch::q_regs, this warp's rows as register A fragments (no query traffic through shared
+// memory, 48 more registers per thread); lazy_rescale skips the output rescale of warps whose rows kept
+// their max. Other widths (64-key blocks, one ahead): each warp keeps its 16 rows' queries as bf16 A
+// fragments and uses mma.sync against the key block through ldmatrix and against V through ldmatrix.trans.
+// Per warp in both: the running row max and sum (base-2 exponents) and the probabilities in registers;
+// nothing of the scores reaches memory. Query blocks are issued longest first (causal: later rows see more
+// keys).
 #include <cuda_bf16.h>
 
 #include "kernels/cuda/cuda_check.h"
@@ -20,35 +26,39 @@
 namespace ds::cuda {
 namespace {
 
-constexpr int kBM = 128, kBN = 64, kWarps = kBM / 16, kThreads = 32 * kWarps;
+constexpr int kBM = 128, kWarps = kBM / 16, kThreads = 32 * kWarps;
 
-template <int DN, int DR, int DV>
+template <int DN, int DR, int DV, int AHEAD, bool QREG, int BN>
 struct FlashShape {
-  static constexpr int DK = DN + DR;
+  static constexpr int DK = DN + DR, kBN = BN;            // keys per block
   static constexpr bool kWg = DK % 64 == 0 && DV == 128;  // scores and P · V on wgmma
+  static constexpr bool kQReg = kWg && QREG;              // wgmma scores with the queries in registers
   // mma.sync: shared rows padded by 16 bytes (the 8 rows of an ldmatrix land in distinct banks).
   // wgmma: keys in DK / 64 swizzled atoms of kBN rows × 128 bytes (K-major B of the scores), values
   // in DV / 64 such atoms (N-major B of P · V).
   static constexpr int kLdk = DK + 8, kLdv = DV + 8;
   static constexpr int kKBytes = kWg ? kBN * DK * 2 : kBN * kLdk * 2,
                        kVBytes = kWg ? kBN * DV * 2 : kBN * kLdv * 2;
-  static constexpr int kQBytes = kWg ? kBM * DK * 2 : 0;  // queries: DK / 64 atoms of kBM rows
-  // wgmma: three stages, so that the next block's copy never lands on the stage the previous block's
-  // P · V may still be reading.
-  static constexpr int kStages = kWg ? 3 : 2;
+  static constexpr int kQBytes = kWg && !kQReg ? kBM * DK * 2 : 0;  // queries: DK / 64 atoms of kBM rows
+  // Block kb + AHEAD is copied at the top of block kb's step, after the barrier: the key stage it takes
+  // was last read by block kb - 1's scores (waited for before the barrier); the value stage, on wgmma,
+  // by block kb - 2's P · V (waited for at block kb - 1's scores), since block kb - 1's may still run.
+  static constexpr int kKStages = AHEAD + 1, kVStages = kWg ? AHEAD + 2 : AHEAD + 1;
   static constexpr size_t kSmemBytes =
-      size_t(kQBytes) + kStages * size_t(kKBytes + kVBytes) + (kWg ? 1024 : 0);
+      size_t(kQBytes) + kKStages * size_t(kKBytes) + kVStages * size_t(kVBytes) + (kWg ? 1024 : 0);
+  static_assert(AHEAD >= 1 && kSmemBytes <= 227 * 1024, "stages");
+  static_assert(BN == 64 || (BN == 96 && kWg && !kQReg),
+                "keys per block: 64, or 96 with the queries in smem");
   static_assert(DN % 8 == 0 && DR % 8 == 0 && DK % 16 == 0 && DV % 16 == 0, "head widths");
   static_assert(kBN * (DK / 8) % kThreads == 0 && kBN * (DV / 8) % kThreads == 0, "copy chunks");
   static_assert(kKBytes % 1024 == 0 && kVBytes % (kWg ? 1024 : 16) == 0, "stage alignment");
 };
 
-template <int DN, int DR, int DV>
+template <int DN, int DR, int DV, int AHEAD, bool QREG, bool LAZY, int BN>
 __global__ void __launch_bounds__(kThreads, 1) mla_flash_kernel(const MlaFlashLaunch l) {
-  using S = FlashShape<DN, DR, DV>;
-  constexpr int DK = S::DK, kLdk = S::kLdk, kLdv = S::kLdv;
-  constexpr bool kWg = S::kWg;
-  constexpr int kStages = S::kStages;
+  using S = FlashShape<DN, DR, DV, AHEAD, QREG, BN>;
+  constexpr int DK = S::DK, kLdk = S::kLdk, kLdv = S::kLdv, kBN = S::kBN;
+  constexpr bool kWg = S::kWg, kQReg = S::kQReg;
   constexpr int kKChunks = kBN * (DK / 8) / kThreads, kVChunks = kBN * (DV / 8) / kThreads;
   // Shared memory: [queries (wgmma)] [key stages] [value stages], 1024-byte aligned for wgmma.
   extern __shared__ __align__(16) uint8_t smem_raw[];
@@ -56,7 +66,7 @@ __global__ void __launch_bounds__(kThreads, 1) mla_flash_kernel(const MlaFlashLa
   uint8_t* const sm = smem_raw + (base - raw);
   uint8_t* const Qs = sm;
   uint8_t* const Ks = sm + S::kQBytes;
-  uint8_t* const Vs = Ks + kStages * S::kKBytes;
+  uint8_t* const Vs = Ks + S::kKStages * S::kKBytes;
 
   const int qb = int(gridDim.x) - 1 - int(blockIdx.x), h = int(blockIdx.y);
   const int64_t q0 = int64_t(qb) * kBM, T = l.T;
@@ -66,10 +76,11 @@ __global__ void __launch_bounds__(kThreads, 1) mla_flash_kernel(const MlaFlashLa
   const int64_t kv_head = int64_t(h) * (DN + DV);
 
   // Queries [q_nope ; q_pe] as bf16: wgmma, the block's rows into swizzled atoms (row r, 16-byte
-  // chunk j of atom a at a·kBM·128 + r·128 + ((j ^ r % 8) · 16)); mma.sync, this warp's rows q0 + 16
-  // warp + g (+ 8) as A fragments of the k16 steps.
-  uint32_t qf[kWg ? 1 : DK / 16][4];
-  if constexpr (kWg) {
+  // chunk j of atom a at a·kBM·128 + r·128 + ((j ^ r % 8) · 16)); mma.sync and wgmma with kQReg, this
+  // warp's rows q0 + 16 warp + g (+ 8) as A fragments of the k16 steps (a warpgroup's A operand of
+  // m64nNk16 from registers is the mma.sync A fragment of each warp's 16 rows).
+  uint32_t qf[kWg && !kQReg ? 1 : DK / 16][4];
+  if constexpr (kWg && !kQReg) {
     for (int c = tid; c < kBM * (DK / 8); c += kThreads) {
       const int r = c / (DK / 8), q = c % (DK / 8), a = q / 8, j = q % 8;
       float2 v[4] = {};  // 8-byte loads: q's row stride is only required to be even
@@ -102,10 +113,10 @@ __global__ void __launch_bounds__(kThreads, 1) mla_flash_kernel(const MlaFlashLa
 
   // Key block kb into a stage: rows past kend zero-filled (their probabilities are 0, and 0 · V must
   // not meet stale NaNs).
-  auto load_kv = [&](int stage, int kb) {
+  auto load_kv = [&](int kb) {
     const int64_t key0 = int64_t(kb) * kBN;
-    uint8_t* ks = Ks + stage * S::kKBytes;
-    uint8_t* vs = Vs + stage * S::kVBytes;
+    uint8_t* ks = Ks + (kb % S::kKStages) * S::kKBytes;
+    uint8_t* vs = Vs + (kb % S::kVStages) * S::kVBytes;
 #pragma unroll
     for (int i = 0; i < kKChunks; ++i) {
       const int c = tid + kThreads * i, r = c / (DK / 8), q = c % (DK / 8), col = q * 8;
@@ -146,17 +157,21 @@ __global__ void __launch_bounds__(kThreads, 1) mla_flash_kernel(const MlaFlashLa
   const int v_k = ((lane >> 3) & 1) * 8 + (lane & 7), v_n = (lane >> 4) * 8;
   const int wg = warp >> 2;  // wgmma: this warp's warpgroup owns rows 64 wg .. 64 wg + 63
 
-  load_kv(0, 0);
-  cp_async_commit();
+  // One commit group per block (empty past the last), so that AHEAD - 1 groups may stay pending.
+#pragma unroll
+  for (int i = 0; i < AHEAD; ++i) {
+    if (i < nkb) load_kv(i);
+    cp_async_commit();
+  }
   int kb = 0;
   do {  // nkb >= 1 (a block's first row sees key 0); no zero-trip path between a P · V and its wait
-    cp_async_wait<0>();
+    cp_async_wait<AHEAD - 1>();
     if constexpr (kWg) fence_proxy_async_shared();
     __syncthreads();  // block kb landed for every thread; every warp is done with block kb - 1
-    if (kb + 1 < nkb) load_kv((kb + 1) % kStages, kb + 1);
+    if (kb + AHEAD < nkb) load_kv(kb + AHEAD);
     cp_async_commit();
-    const uint8_t* ks = Ks + (kb % kStages) * S::kKBytes;
-    const __nv_bfloat16* vs = reinterpret_cast<const __nv_bfloat16*>(Vs + (kb % kStages) * S::kVBytes);
+    const uint8_t* ks = Ks + (kb % S::kKStages) * S::kKBytes;
+    const __nv_bfloat16* vs = reinterpret_cast<const __nv_bfloat16*>(Vs + (kb % S::kVStages) * S::kVBytes);
 
     // s[4 j + c]: the C fragment of n8 tile j (keys key0 + 8 j ..) of this warp's 16 rows. wgmma: the
     // first k16 slice overwrites s (no instruction may write a wgmma accumulator while the previous
@@ -174,8 +189,13 @@ __global__ void __launch_bounds__(kThreads, 1) mla_flash_kernel(const MlaFlashLa
 #pragma unroll
       for (int kk = 0; kk < DK / 16; ++kk) {  // atom kk / 4, k16 slice kk % 4 (32 bytes each)
         const uint32_t sl = (kk % 4) * 32;
-        wgmma_m64n64k16_bf16(s, wgmma_desc_sw128(qa + (kk / 4) * kBM * 128 + sl),
-                             wgmma_desc_sw128(ka + (kk / 4) * kBN * 128 + sl), kk > 0);
+        const uint64_t kd = wgmma_desc_sw128(ka + (kk / 4) * kBN * 128 + sl);
+        if constexpr (kQReg)
+          wgmma_m64n64k16_bf16_rs(s, qf[kk], kd, kk > 0);
+        else if constexpr (kBN == 96)
+          wgmma_m64n96k16_bf16(s, wgmma_desc_sw128(qa + (kk / 4) * kBM * 128 + sl), kd, kk > 0);
+        else
+          wgmma_m64n64k16_bf16(s, wgmma_desc_sw128(qa + (kk / 4) * kBM * 128 + sl), kd, kk > 0);
       }
       wgmma_commit();
       wgmma_wait<0>();  // also the previous block's P · V
@@ -208,6 +228,7 @@ __global__ void __launch_bounds__(kThreads, 1) mla_flash_kernel(const MlaFlashLa
           if (key0 + j * 8 + 2 * t + (c & 1) > pos[c >> 1]) s[4 * j + c] = -INFINITY;
     }
     // Online softmax per row half (rows g and g + 8), base 2; the quad of a row shares max and scale.
+    float alpha[2];
 #pragma unroll
     for (int hf = 0; hf < 2; ++hf) {
       float mx = -INFINITY;
@@ -216,7 +237,7 @@ __global__ void __launch_bounds__(kThreads, 1) mla_flash_kernel(const MlaFlashLa
       mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
       mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
       const float m_new = fmaxf(m[hf], mx * k2);
-      const float alpha = fast_exp2(m[hf] - m_new);
+      alpha[hf] = fast_exp2(m[hf] - m_new);  // exactly 1 where the row's max did not move
       m[hf] = m_new;
       float sum = 0.0f;
 #pragma unroll
@@ -227,9 +248,14 @@ __global__ void __launch_bounds__(kThreads, 1) mla_flash_kernel(const MlaFlashLa
           s[4 * j + c] = p;
           sum += p;
         }
-      lsum[hf] = lsum[hf] * alpha + sum;
+      lsum[hf] = lsum[hf] * alpha[hf] + sum;
+    }
+    // LAZY: the rescale is skipped where no row of the warp got a new max (the same values: o · 1).
+    if (!LAZY || __any_sync(0xffffffffu, alpha[0] != 1.0f || alpha[1] != 1.0f)) {
 #pragma unroll
-      for (int j = 0; j < DV / 8; ++j) o[4 * j + 2 * hf] *= alpha, o[4 * j + 2 * hf + 1] *= alpha;
+      for (int j = 0; j < DV / 8; ++j)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) o[4 * j + c] *= alpha[c >> 1];
     }
     // o += P · V over the block's keys, P from the score registers (the C fragments of n8 tiles 2 kj
     // and 2 kj + 1 are the A fragment of k16 slice kj).
@@ -283,10 +309,10 @@ __global__ void __launch_bounds__(kThreads, 1) mla_flash_kernel(const MlaFlashLa
   }
 }
 
-template <int DN, int DR, int DV>
+template <int DN, int DR, int DV, int AHEAD, bool QREG, bool LAZY, int BN = 64>
 void launch_shape(const MlaFlashLaunch& l) {
-  const auto kernel = mla_flash_kernel<DN, DR, DV>;
-  const size_t smem = FlashShape<DN, DR, DV>::kSmemBytes;
+  const auto kernel = mla_flash_kernel<DN, DR, DV, AHEAD, QREG, LAZY, BN>;
+  const size_t smem = FlashShape<DN, DR, DV, AHEAD, QREG, BN>::kSmemBytes;
   check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)),
         "mla flash smem attribute");
   const dim3 grid(unsigned((l.T + kBM - 1) / kBM), unsigned(l.H));
@@ -299,8 +325,18 @@ void launch_shape(const MlaFlashLaunch& l) {
 void launch_mla_flash(const MlaFlashLaunch& l) {
   require(l.T > 0 && l.H > 0 && l.H <= 65535 && (l.T + kBM - 1) / kBM <= 0x7fffffff,
           "mla flash (CUDA): bad shape");
-  if (l.dn == 128 && l.dr == 64 && l.dv == 128) return launch_shape<128, 64, 128>(l);
-  if (l.dn == 64 && l.dr == 32 && l.dv == 64) return launch_shape<64, 32, 64>(l);
+  if (l.dn == 128 && l.dr == 64 && l.dv == 128) {
+    if (l.key_block == 96) return launch_shape<128, 64, 128, 1, false, false, 96>(l);
+    if (!l.q_regs && l.ahead == 1 && !l.lazy_rescale) return launch_shape<128, 64, 128, 1, false, false>(l);
+    if (!l.q_regs && l.ahead == 1) return launch_shape<128, 64, 128, 1, false, true>(l);
+    if (!l.q_regs && l.ahead == 2) return launch_shape<128, 64, 128, 2, false, true>(l);
+    if (!l.q_regs && l.ahead == 3) return launch_shape<128, 64, 128, 3, false, true>(l);
+    if (l.q_regs && l.ahead == 1) return launch_shape<128, 64, 128, 1, true, true>(l);
+    if (l.q_regs && l.ahead == 2) return launch_shape<128, 64, 128, 2, true, true>(l);
+    if (l.q_regs && l.ahead == 4) return launch_shape<128, 64, 128, 4, true, true>(l);
+    require(false, "mla flash (CUDA): pipeline form not built");
+  }
+  if (l.dn == 64 && l.dr == 32 && l.dv == 64) return launch_shape<64, 32, 64, 1, false, false>(l);
   require(false, "mla flash (CUDA): head widths not built");
 }
 

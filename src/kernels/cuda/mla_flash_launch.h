@@ -20,10 +20,18 @@ struct MlaFlashLaunch {
   int H, dn, dr, dv;
   int64_t T, p0;
   float scale;
+  // wgmma kernel (dn + dr = 192, dv = 128) only: key/value blocks copied `ahead` blocks before their use
+  // (1, 2 or 3 with the queries in shared memory; 1, 2 or 4 with q_regs), the queries as register A
+  // fragments of the scores (q_regs) instead of a shared-memory operand; the rescale of the output
+  // accumulators skipped where no row of a warp got a new max (lazy_rescale: every form but the first).
+  // key_block 96: blocks of 96 keys (scores by m64n96k16; queries in shared memory, 1 ahead, no lazy
+  // rescale); else 64.
+  int ahead = 1, key_block = 64;
+  bool q_regs = false, lazy_rescale = false;
 };
-// One CTA per (block of 128 query rows, head), 8 warps of 16 rows; key blocks of 64 through shared
-// memory (cp.async; three stages for wgmma, two for mma.sync); bf16 tensor-core products (wgmma for
-// dn + dr = 192, dv = 128) with the scores, the online softmax and the probabilities in registers.
+// One CTA per (block of 128 query rows, head), 8 warps of 16 rows; key blocks of 64 (96: key_block)
+// through shared memory (cp.async, `ahead` blocks ahead on wgmma, one on mma.sync); bf16 tensor-core products
+// (wgmma for dn + dr = 192, dv = 128) with the scores, the online softmax and the probabilities in registers.
 // Head widths (dn, dr, dv) of mla_expanded_supported.
 void launch_mla_flash(const MlaFlashLaunch& l);
 

@@ -1,7 +1,8 @@
 // Internal to src/kernels/cuda: Hopper warpgroup MMA (wgmma, sm_90a) helpers: shared-memory matrix
 // descriptors for K-major bf16 tiles in the 128-byte swizzle, the fence / commit / wait of a
 // warpgroup's asynchronous products, and m64n256k16 (bf16 × bf16 -> f32) with both operands in shared
-// memory, m64n64k16 likewise, and m64n128k16 with A from registers and an N-major B.
+// memory, m64n64k16 and m64n96k16 likewise, m64n64k16 with A from registers, and m64n128k16 with A from
+// registers and an N-major B.
 //
 // Tile layout (the 128-byte swizzle): a tile of rows of 64 bf16 (128 bytes) stored row after row, the
 // 16-byte chunk j of row r at byte r·128 + ((j ^ (r % 8)) · 16), the tile 1024-byte aligned. Its
@@ -96,6 +97,40 @@ __device__ __forceinline__ void wgmma_m64n64k16_bf16(float (&d)[32], uint64_t a_
       "}\n"
       : DS_WGMMA_D8(0), DS_WGMMA_D8(8), DS_WGMMA_D8(16), DS_WGMMA_D8(24)
       : "l"(a_desc), "l"(b_desc), "r"(int(accumulate)));
+}
+
+// d (+)= A · Bᵀ over a 64×96×16 slice, both operands K-major tiles in shared memory (by descriptor).
+__device__ __forceinline__ void wgmma_m64n96k16_bf16(float (&d)[48], uint64_t a_desc, uint64_t b_desc,
+                                                     bool accumulate) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %50, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n96k16.f32.bf16.bf16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, "
+      "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, "
+      "%42, %43, %44, %45, %46, %47}, "
+      "%48, %49, p, 1, 1, 0, 0;\n"
+      "}\n"
+      : DS_WGMMA_D8(0), DS_WGMMA_D8(8), DS_WGMMA_D8(16), DS_WGMMA_D8(24), DS_WGMMA_D8(32), DS_WGMMA_D8(40)
+      : "l"(a_desc), "l"(b_desc), "r"(int(accumulate)));
+}
+
+// d (+)= A · Bᵀ over a 64×64×16 slice: A (64 rows × 16 k) from registers, the mma.sync m16n8k16 A
+// fragment of each warp's 16 rows; B a K-major tile in shared memory (by descriptor).
+__device__ __forceinline__ void wgmma_m64n64k16_bf16_rs(float (&d)[32], const uint32_t (&a)[4],
+                                                        uint64_t b_desc, bool accumulate) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %37, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, "
+      "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
+      "{%32, %33, %34, %35}, %36, p, 1, 1, 0;\n"
+      "}\n"
+      : DS_WGMMA_D8(0), DS_WGMMA_D8(8), DS_WGMMA_D8(16), DS_WGMMA_D8(24)
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(int(accumulate)));
 }
 
 // d += A · B over a 64×128×16 slice: A (64 rows × 16 k) from registers, the mma.sync m16n8k16 A

@@ -81,52 +81,69 @@ struct Case {
   int64_t H, dn, dr, dv, p0, T;
 };
 
-// One chunk of T query rows after p0 keys on both devices (q, kv and o with row strides wider than
-// their rows); returns the relative L2 distance of o.
-double expanded_case(const Case& c, uint32_t seed) {
+// One chunk of T query rows after p0 keys on the CPU and, once per form, on CUDA (q, kv and o with row
+// strides wider than their rows); returns the relative L2 distance of each form's o.
+std::vector<double> expanded_case(const Case& c, uint32_t seed, const std::vector<MlaFlashForm>& forms) {
   const int64_t L = c.p0 + c.T, dq = c.dn + c.dr, W = c.H * (c.dn + c.dv);
   const int64_t ldq = c.H * dq + 2, ldkv = W + 8, ldpe = c.dr + 8, ldo = c.H * c.dv + 2;
   Pair<float> q(randn(c.T * ldq, seed, 1.0f), DType::F32, c.T, c.H * dq, ldq);
   Pair<uint16_t> kv(randn_bf16(L * ldkv, seed + 1, 1.0f), DType::BF16, L, W, ldkv);
   Pair<uint16_t> kpe(randn_bf16(L * ldpe, seed + 2, 1.0f), DType::BF16, L, c.dr, ldpe);
-  Pair<float> o(randn(c.T * ldo, seed + 3, 1.0f), DType::F32, c.T, c.H * c.dv, ldo);
-  for (Device d : {Device::Cpu, Device::Cuda}) {
+  const std::vector<float> o0 = randn(c.T * ldo, seed + 3, 1.0f);
+  Pair<float> o(o0, DType::F32, c.T, c.H * c.dv, ldo);
+  auto run = [&](Device d, MlaFlashForm form) {
     MlaExpandedArgs a;
     a.H = c.H, a.dn = c.dn, a.dr = c.dr, a.dv = c.dv;
     a.q = q.view(d), a.kv = kv.view(d), a.k_pe = kpe.view(d), a.o = o.view(d);
-    a.p0 = c.p0, a.scale = 1.0f / std::sqrt(float(dq));
+    a.p0 = c.p0, a.scale = 1.0f / std::sqrt(float(dq)), a.form = form;
     mla_attention_expanded(a);
-  }
-  const std::vector<float> got = o.dev.to_host<float>();
-  double num = 0, den = 0;
-  int64_t untouched = 0;
-  for (int64_t t = 0; t < c.T; ++t) {
-    for (int64_t k = 0; k < c.H * c.dv; ++k) {
-      const double g = got[size_t(t * ldo + k)], w = o.host[size_t(t * ldo + k)];
-      num += (g - w) * (g - w), den += w * w;
+  };
+  run(Device::Cpu, MlaFlashForm::Auto);
+  std::vector<double> errs;
+  for (MlaFlashForm form : forms) {
+    o.dev = Buffer::from_host<float>(Device::Cuda, o0);
+    run(Device::Cuda, form);
+    const std::vector<float> got = o.dev.to_host<float>();
+    double num = 0, den = 0;
+    int64_t untouched = 0;
+    for (int64_t t = 0; t < c.T; ++t) {
+      for (int64_t k = 0; k < c.H * c.dv; ++k) {
+        const double g = got[size_t(t * ldo + k)], w = o.host[size_t(t * ldo + k)];
+        num += (g - w) * (g - w), den += w * w;
+      }
+      for (int64_t k = c.H * c.dv; k < ldo; ++k)  // the padding columns keep their values
+        untouched += got[size_t(t * ldo + k)] == o.host[size_t(t * ldo + k)];
     }
-    for (int64_t k = c.H * c.dv; k < ldo; ++k)  // the padding columns keep their values
-      untouched += got[size_t(t * ldo + k)] == o.host[size_t(t * ldo + k)];
+    EXPECT_EQ(untouched, c.T * (ldo - c.H * c.dv));
+    errs.push_back(std::sqrt(num / den));
   }
-  EXPECT_EQ(untouched, c.T * (ldo - c.H * c.dv));
-  return std::sqrt(num / den);
+  return errs;
 }
 
-// Kimi's head widths: 32 heads from position 0 (300 rows: a partial query block), 4 heads after 150
-// cached keys (1100 rows: 9 query blocks, key blocks crossing them) and after 5000 (a long prefix, a
-// 70-row chunk); the test models' widths (3 heads, 260 rows after 37).
+// Kimi's head widths: 32 heads from position 0 (300 rows: a partial query block, query blocks of fewer
+// key blocks than the deepest look-ahead), 4 heads after 150 cached keys (1100 rows: 9 query blocks, key
+// blocks crossing them) and after 5000 (a long prefix, a 70-row chunk), each through every pipeline
+// form; the test models' widths (3 heads, 260 rows after 37; one form).
 TEST_F(MlaPrefillCuda, ExpandedMatchesCpu) {
   const Case cases[] = {{32, 128, 64, 128, 0, 300},
                         {4, 128, 64, 128, 150, 1100},
                         {4, 128, 64, 128, 5000, 70},
                         {3, 64, 32, 64, 37, 260}};
+  const std::vector<MlaFlashForm> all = {MlaFlashForm::Auto,   MlaFlashForm::SmemQ1, MlaFlashForm::SmemQ1Lazy,
+                                         MlaFlashForm::SmemQ2, MlaFlashForm::SmemQ3, MlaFlashForm::RegQ1,
+                                         MlaFlashForm::RegQ2,  MlaFlashForm::RegQ4,  MlaFlashForm::SmemQ1N96};
   uint32_t seed = 90;
   for (const Case& c : cases) {
-    const double e = expanded_case(c, seed += 10);
-    std::printf("    rel L2 mla_attention_expanded H %lld, %lld+%lld/%lld, %lld rows after %lld: %.3g\n",
+    const std::vector<double> e =
+        expanded_case(c, seed += 10, c.dn == 128 ? all : std::vector<MlaFlashForm>{MlaFlashForm::Auto});
+    std::printf("    rel L2 mla_attention_expanded H %lld, %lld+%lld/%lld, %lld rows after %lld, per form:",
                 static_cast<long long>(c.H), static_cast<long long>(c.dn), static_cast<long long>(c.dr),
-                static_cast<long long>(c.dv), static_cast<long long>(c.T), static_cast<long long>(c.p0), e);
-    EXPECT_LE(e, 1e-2);
+                static_cast<long long>(c.dv), static_cast<long long>(c.T), static_cast<long long>(c.p0));
+    for (double x : e) {
+      std::printf(" %.3g", x);
+      EXPECT_LE(x, 1e-2);
+    }
+    std::printf("\n");
   }
 }
 
