@@ -119,13 +119,22 @@ bool has_prefix(const std::string& spec, const std::string& name) {
 // scheduler admits first come first served, so a prompt that waits alone (a turn of one of the few
 // very long sessions, with the working set about the budget) idles the lanes until the running
 // requests drain, while with a queue behind it the memory is what every waiting request is short
-// of (docs/policy.md, "Admission blocking").
+// of (docs/policy.md, "Admission blocking"). With `:queue-overload`, only requests that arrive while
+// the cache is overloaded (the same online signal as the held set's) are announced as `:queue` does:
+// below the knee the order is plain boundary-aware's, past it the waiting queue's paths leave last
+// (docs/policy.md, "The waiting queue's paths last, under overload only").
 class BoundaryAware final : public EvictionPolicy {
  public:
-  BoundaryAware(const CacheModelSizes& s, int64_t page_tokens, bool queue, bool queued)
-      : marconi_(1.0, 64.0, s, page_tokens), queue_(queue), queued_(queued) {}
+  BoundaryAware(const CacheModelSizes& s, int64_t page_tokens, bool queue, bool queued, bool queue_overload)
+      : marconi_(1.0, 64.0, s, page_tokens),
+        queue_(queue || queue_overload),
+        queued_(queued),
+        queue_overload_(queue_overload) {}
   std::string name() const override {
-    return queue_ ? "boundary-aware:queue" : queued_ ? "boundary-aware:queued" : "boundary-aware";
+    return queue_overload_ ? "boundary-aware:queue-overload"
+           : queue_        ? "boundary-aware:queue"
+           : queued_       ? "boundary-aware:queued"
+                           : "boundary-aware";
   }
   bool evicts_checkpoints_alone() const override { return false; }
   bool uses_replay_tokens() const override { return true; }
@@ -134,6 +143,7 @@ class BoundaryAware final : public EvictionPolicy {
   }
   bool drops_stranded_first() const override { return true; }
   bool uses_arrivals() const override { return queue_; }
+  bool arrivals_only_under_overload() const override { return queue_overload_; }
   bool drops_superseded_checkpoints() const override { return true; }
   bool holds_paths() const override { return true; }
   bool blocks_only_behind_queue() const override { return queued_; }
@@ -146,6 +156,7 @@ class BoundaryAware final : public EvictionPolicy {
   FlopPerByte marconi_;  // only its value function
   bool queue_;           // :queue — waiting requests' paths leave last (uses_arrivals)
   bool queued_;          // :queued — prompts wait for held bytes only with a queue behind them
+  bool queue_overload_;  // :queue-overload — :queue for requests that arrive while the cache is overloaded
 };
 
 }  // namespace
@@ -169,12 +180,14 @@ std::unique_ptr<EvictionPolicy> make_eviction_policy(const std::string& spec, co
     if (w > 1 || horizon <= 0) fail("eviction policy '{}': weight must be in [0,1], horizon > 0", spec);
     return std::make_unique<SegLen>(w, horizon, page_tokens);
   }
-  if (spec == "boundary-aware" || spec == "boundary-aware:queue" || spec == "boundary-aware:queued")
+  if (spec == "boundary-aware" || spec == "boundary-aware:queue" || spec == "boundary-aware:queued" ||
+      spec == "boundary-aware:queue-overload")
     return std::make_unique<BoundaryAware>(sizes, page_tokens, spec == "boundary-aware:queue",
-                                           spec == "boundary-aware:queued");
+                                           spec == "boundary-aware:queued",
+                                           spec == "boundary-aware:queue-overload");
   fail(
       "unknown eviction policy '{}' (leaf-lru | consumed-state-lru | flop-per-byte[:alpha[:horizon]] | "
-      "seglen[:weight[:horizon]] | boundary-aware[:queue|:queued])",
+      "seglen[:weight[:horizon]] | boundary-aware[:queue|:queued|:queue-overload])",
       spec);
 }
 

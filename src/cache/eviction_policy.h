@@ -33,6 +33,8 @@
 //                             bytes only while another request is queued behind it (requests
 //                             announced, not finished and not running); the only one waiting takes
 //                             held paths (the oldest first) rather than idle the running lanes.
+//   boundary-aware:queue-overload  :queue for the requests that arrive while the cache is
+//                             overloaded only; below the knee the same order as boundary-aware.
 #pragma once
 
 #include <cstdint>
@@ -63,6 +65,8 @@ class EvictionPolicy {
   // true: KV leaves on the cached path of a waiting request (HybridCache::announce) leave after
   // every other KV leaf, the latest arrival first (the waiting queue is admitted in arrival order).
   virtual bool uses_arrivals() const { return false; }
+  // true (uses_arrivals): only arrivals while the cache is overloaded count as waiting (HybridCache).
+  virtual bool arrivals_only_under_overload() const { return false; }
   // true: a checkpoint followed, without a fork, by a deeper checkpoint on its path (superseded)
   // leaves alone, after stranded leaves and before any other unit, while more hits restore from
   // decode-end checkpoints than from prompt-end ones (the next prompts extend the decoded tokens).

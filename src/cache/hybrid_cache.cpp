@@ -248,6 +248,7 @@ void HybridCache::announce(std::span<const int32_t> prompt) {
   ++impl_->n_arrived;
   if (!impl_->eviction->uses_arrivals()) return;
   Impl& m = *impl_;
+  if (m.eviction->arrivals_only_under_overload() && !m.overloaded()) return;
   TreeWalk w;
   m.walk(prompt, w);
   if (w.path.empty()) return;

@@ -342,9 +342,10 @@ TEST(HybridCache, BoundaryAwareEvictionDropsStrandedPagesFirst) {
 // Under overload the waiting queue is admitted in arrival order: boundary-aware:queue keeps the path
 // of an announced (waiting) request over more recently used paths, where plain boundary-aware (LRU)
 // evicts it first;
-// admission clears the announcement.
+// admission clears the announcement. boundary-aware:queue-overload ignores an arrival while the cache
+// is not overloaded (no evicted path has come back yet), so here it evicts as plain boundary-aware.
 TEST(HybridCache, BoundaryAwareKeepsTheWaitingRequestsPath) {
-  for (const char* eviction : {"boundary-aware", "boundary-aware:queue"}) {
+  for (const char* eviction : {"boundary-aware", "boundary-aware:queue", "boundary-aware:queue-overload"}) {
     SCOPED_TRACE(eviction);
     HybridCache cache(small_config("prompt-end", eviction, 44));
     const auto a = iota_tokens(100, 18), b = iota_tokens(300, 18), c = iota_tokens(500, 14);

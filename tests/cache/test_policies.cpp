@@ -105,6 +105,10 @@ TEST(Eviction, ParsesSpecsAndSaysWhatItDrops) {
   EXPECT_TRUE(ba->drops_stranded_first());
   EXPECT_FALSE(ba->uses_arrivals());
   EXPECT_TRUE(make_eviction_policy("boundary-aware:queue", s, 4)->uses_arrivals());
+  EXPECT_FALSE(make_eviction_policy("boundary-aware:queue", s, 4)->arrivals_only_under_overload());
+  const auto qo = make_eviction_policy("boundary-aware:queue-overload", s, 4);
+  EXPECT_TRUE(qo->uses_arrivals() && qo->arrivals_only_under_overload() && qo->holds_paths());
+  EXPECT_EQ(qo->name(), "boundary-aware:queue-overload");
   EXPECT_FALSE(ba->blocks_only_behind_queue());
   auto queued = make_eviction_policy("boundary-aware:queued", s, 4);
   EXPECT_EQ(queued->name(), "boundary-aware:queued");
