@@ -14,6 +14,7 @@
 #include <type_traits>
 
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/mma.cuh"
 #include "kernels/cuda/model_ops_launch.h"
 #include "kernels/cuda/pdl.cuh"
 #include "kernels/cuda/vec_load.cuh"
@@ -142,12 +143,12 @@ __global__ void __launch_bounds__(64) gemv_async_kernel(int64_t in, Jobs jobs) {
 #pragma unroll
   for (int u = 0; u < kAsyncBlocks; ++u) {
     const int64_t c = lane * 8 + u * 256;
-    if (c < in) stream_to_smem16(&buf[warp][u][lane], wr + c);
+    if (c < in) cp_async16(&buf[warp][u][lane], wr + c, true);
   }
-  stream_commit();
+  cp_async_commit();
   pdl_wait();  // x comes from the kernel before; the whole row is in flight
   pdl_trigger();
-  stream_wait<0>();
+  cp_async_wait_own<0>();
   const float* x = jb.x;
   float acc[kT] = {};
 #pragma unroll

@@ -125,17 +125,9 @@ template <class... KArgs, class... Args>
 void launch_kda_decode_kernel(void (*kernel)(KArgs...), dim3 grid, const KdaDecodeLaunch& l, bool pdl,
                               const char* what, Args... args) {
   const cudaStream_t stream = static_cast<cudaStream_t>(l.stream);
-  if (pdl && stream != nullptr &&
-      pdl_ablated(reinterpret_cast<const void*>(kernel), grid, dim3{128}, stream)) {
-    return;
-  } else if (pdl && stream != nullptr) {
-    cudaLaunchAttribute attr{};
-    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr.val.programmaticStreamSerializationAllowed = 1;
-    cudaLaunchConfig_t cfg{};
-    cfg.gridDim = grid, cfg.blockDim = dim3{128}, cfg.dynamicSmemBytes = 0, cfg.stream = stream;
-    cfg.attrs = &attr, cfg.numAttrs = 1;
-    check(cudaLaunchKernelEx(&cfg, kernel, l, args...), what);
+  if (pdl && stream != nullptr) {
+    if (pdl_ablated(reinterpret_cast<const void*>(kernel), grid, dim3{128}, stream)) return;
+    launch_pdl_on(stream, what, kernel, grid, dim3{128}, 0, l, args...);
   } else {
     kernel<<<grid, 128, 0, stream>>>(l, args...);
   }

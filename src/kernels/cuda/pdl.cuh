@@ -41,10 +41,10 @@ void launch_pdl_noop(dim3 grid, dim3 block, cudaStream_t stream);
 // in its place, or nothing).
 bool pdl_ablated(const void* kernel, dim3 grid, dim3 block, cudaStream_t stream);
 
-// The programmatic launch itself, on `stream`, without the DS_ABLATE check.
+// The programmatic launch itself, on `stream`, without the DS_ABLATE check; `what` names a failed launch.
 template <class... KArgs, class... Args>
-void launch_pdl_on(cudaStream_t stream, void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem,
-                   Args&&... args) {
+void launch_pdl_on(cudaStream_t stream, const char* what, void (*kernel)(KArgs...), dim3 grid, dim3 block,
+                   size_t smem, Args&&... args) {
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = grid;
   cfg.blockDim = block;
@@ -55,13 +55,14 @@ void launch_pdl_on(cudaStream_t stream, void (*kernel)(KArgs...), dim3 grid, dim
   attr[0].val.programmaticStreamSerializationAllowed = 1;
   cfg.attrs = attr;
   cfg.numAttrs = 1;
-  check(cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...), "PDL kernel launch");
+  check(cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...), what);
 }
 
 template <class... KArgs, class... Args>
 void launch_pdl(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, Args&&... args) {
   if (pdl_ablated(reinterpret_cast<const void*>(kernel), grid, block, cudaStreamPerThread)) return;
-  launch_pdl_on(cudaStreamPerThread, kernel, grid, block, smem, std::forward<Args>(args)...);
+  launch_pdl_on(cudaStreamPerThread, "PDL kernel launch", kernel, grid, block, smem,
+                std::forward<Args>(args)...);
 }
 
 }  // namespace ds::cuda

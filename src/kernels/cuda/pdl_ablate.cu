@@ -49,7 +49,7 @@ bool pdl_ablated(const void* kernel, dim3 grid, dim3 block, cudaStream_t stream)
 }
 
 void launch_pdl_noop(dim3 grid, dim3 block, cudaStream_t stream) {
-  launch_pdl_on(stream, pdl_noop_kernel, grid, block, 0);
+  launch_pdl_on(stream, "PDL no-op launch (DS_ABLATE)", pdl_noop_kernel, grid, block, 0);
 }
 
 }  // namespace ds::cuda

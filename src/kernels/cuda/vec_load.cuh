@@ -62,20 +62,11 @@ struct Chunk<float> {
   }
 };
 
-// Weights streamed into shared memory by cp.async (16 bytes a lane, L1 skipped; src_bytes 0 writes zeros),
-// committed as groups; stream_wait<N> returns once all but the newest N groups have landed. Each lane
-// reads back only what it copied itself (no barrier needed), so the asm statements carry memory
-// clobbers: the compiler keeps the thread's shared-memory reads after the wait and before a refill.
-__device__ __forceinline__ void stream_to_smem16(void* smem, const void* gmem, bool full = true) {
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(full ? 16 : 0)
-               : "memory");
-}
-__device__ __forceinline__ void stream_commit() {
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
+// mma.cuh's cp_async_wait<N> for a thread that reads back only what it copied itself (cp_async16 /
+// cp_async_commit, no barrier after the wait): the memory clobber keeps the thread's shared-memory reads
+// after the wait, which a following __syncthreads otherwise does.
 template <int kN>
-__device__ __forceinline__ void stream_wait() {
+__device__ __forceinline__ void cp_async_wait_own() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(kN) : "memory");
 }
 
